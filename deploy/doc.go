@@ -1,0 +1,13 @@
+// Package deploy holds what it takes to run uringrt's echo-server outside a
+// developer's shell: the seccomp profile that lets a container use io_uring
+// (seccomp-io_uring.json), the Grafana dashboard over the runtime's
+// Prometheus metrics (grafana/uringrt.json), and the Dockerfile at the
+// repository root that they go with. See README.md in this directory.
+//
+// The Go code here only reads those artifacts, so tests can hold them to the
+// metric names and syscalls the runtime actually uses:
+//
+//	seccomp-io_uring.json  ->  deploy_test.go: parses, default deny, io_uring_* allowed
+//	grafana/uringrt.json   ->  DashboardMetricNames  ->  deploy_test.go (fixed list)
+//	                                               \->  runtime tests (live registry)
+package deploy
