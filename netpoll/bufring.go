@@ -1,0 +1,126 @@
+package netpoll
+
+import (
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// BufRing is a provided buffer ring (IORING_REGISTER_PBUF_RING, 5.19+):
+// Count buffers of Size bytes each, registered as buffer group ID. A recv
+// with buffer select takes one; its CQE names it by id; the caller reads
+// the data and gives the buffer back with Recycle (batched; published by
+// Advance or Commit).
+//
+// The ring and the buffers live in anonymous mmaps, outside Go's heap: the GC
+// never frees, moves or reuses them while the kernel holds them. Close
+// unregisters the group and unmaps both.
+type BufRing struct {
+	ring    *Ring
+	bgid    uint16
+	entries uint32 // power of two
+	mask    uint32
+	size    uint32
+	mem     []byte // ring of struct io_uring_buf
+	bufs    []byte // entries*size bytes
+	tail    *uint16
+	local   uint16 // tail not yet published
+}
+
+// RegisterBufRing creates a buffer ring of count buffers of size bytes each
+// as group bgid and hands every buffer to the kernel. count must be a power
+// of two between 1 and 32768. Errors: EINVAL (ErrUnsupported before 5.19),
+// EEXIST when bgid is taken, ENOMEM.
+func (r *Ring) RegisterBufRing(bgid uint16, count, size uint32) (*BufRing, error) {
+	if count == 0 || count > 32768 || count&(count-1) != 0 || size == 0 {
+		return nil, &Error{Op: "register PBUF_RING", Err: syscall.EINVAL, Detail: "count must be a power of two in 1..32768 and size > 0"}
+	}
+	mem, err := unix.Mmap(-1, 0, int(count)*16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, newError("mmap buffer ring", err.(syscall.Errno))
+	}
+	bufs, err := unix.Mmap(-1, 0, int(count)*int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, newError("mmap buffers", err.(syscall.Errno))
+	}
+	reg := bufReg{ringAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), ringEntries: count, bgid: bgid}
+	if _, err := r.register("PBUF_RING", regPbufRing, unsafe.Pointer(&reg), 1); err != nil {
+		unix.Munmap(mem)
+		unix.Munmap(bufs)
+		return nil, err
+	}
+	b := &BufRing{ring: r, bgid: bgid, entries: count, mask: count - 1, size: size, mem: mem, bufs: bufs,
+		tail: (*uint16)(unsafe.Pointer(&mem[14]))}
+	for i := uint32(0); i < count; i++ {
+		b.Recycle(uint16(i))
+	}
+	b.Commit()
+	return b, nil
+}
+
+// Group returns the buffer group id to pass to PrepRecvSelect/Multishot.
+func (b *BufRing) Group() uint16 { return b.bgid }
+
+// Size returns each buffer's size in bytes; Count the number of buffers.
+func (b *BufRing) Size() uint32 { return b.size }
+
+// Count returns the number of buffers.
+func (b *BufRing) Count() uint32 { return b.entries }
+
+// Buf returns the first n bytes of buffer id: the data a CQE with that
+// buffer id delivered (n = CQE.Res). The slice aliases kernel-provided
+// memory: it is valid until the buffer is recycled.
+func (b *BufRing) Buf(id uint16, n int) []byte {
+	off := int(id) * int(b.size)
+	return b.bufs[off : off+n : off+int(b.size)]
+}
+
+// Recycle queues buffer id to be handed back to the kernel; it becomes
+// visible to the kernel at the next Commit.
+func (b *BufRing) Recycle(id uint16) {
+	e := unsafe.Add(unsafe.Pointer(&b.mem[0]), uintptr(b.local&uint16(b.mask))*16)
+	*(*uint64)(e) = uint64(uintptr(unsafe.Pointer(&b.bufs[int(id)*int(b.size)])))
+	*(*uint32)(unsafe.Add(e, 8)) = b.size
+	*(*uint16)(unsafe.Add(e, 12)) = id
+	b.local++
+}
+
+// Commit publishes recycled buffers to the kernel with one release store of
+// the ring tail (io_uring_buf_ring_advance).
+func (b *BufRing) Commit() {
+	// The tail shares its slot with entry 0's resv field; Recycle never
+	// writes resv, so the store below is the only writer of it.
+	atomicStoreUint16(b.tail, b.local)
+}
+
+// Close unregisters the group (IORING_UNREGISTER_PBUF_RING) and unmaps the
+// ring and buffers. Requests that may still select from the group must have
+// completed first.
+func (b *BufRing) Close() error {
+	if b.mem == nil {
+		return nil
+	}
+	var err error
+	if !b.ring.closed {
+		reg := bufReg{bgid: b.bgid}
+		_, err = b.ring.register("UNREGISTER_PBUF_RING", regUnPbufRing, unsafe.Pointer(&reg), 1)
+	}
+	unix.Munmap(b.mem)
+	unix.Munmap(b.bufs)
+	b.mem, b.bufs = nil, nil
+	return err
+}
+
+// atomicStoreUint16 is a release store of a 16-bit value: Go's sync/atomic
+// has no 16-bit store, so it stores the aligned 32-bit word that holds it
+// (the other half, entry 0's bid, is written only by Recycle on this
+// goroutine, and the kernel only reads it).
+func atomicStoreUint16(p *uint16, v uint16) {
+	w := (*uint32)(unsafe.Pointer(uintptr(unsafe.Pointer(p)) &^ 3))
+	old := atomic.LoadUint32(w)
+	// p is at byte 14 of the entry: the upper half of the word at byte 12.
+	atomic.StoreUint32(w, old&0x0000ffff|uint32(v)<<16)
+}

@@ -1,0 +1,119 @@
+package netpoll
+
+import (
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Submit publishes prepared SQEs and submits them with one io_uring_enter
+// (none when SQPOLL runs and is awake). It does not wait and, on a
+// DEFER_TASKRUN ring, runs no task_work. It returns how many SQEs the kernel
+// consumed. EINTR is retried; EAGAIN/EBUSY (the kernel is short of memory or
+// holds overflowed CQEs) return the error with the SQEs still queued.
+func (r *Ring) Submit() (int, error) {
+	return r.SubmitAndWait(0, 0, 0)
+}
+
+// SubmitAndWait publishes prepared SQEs and, in the same io_uring_enter,
+// waits until at least minComplete CQEs are ready (IORING_ENTER_GETEVENTS).
+// On a DEFER_TASKRUN ring this is where the kernel runs the batch of
+// task_work, so one wake-up brings minComplete completions instead of one.
+//
+// timeout > 0 bounds the wait (IORING_ENTER_EXT_ARG, 5.11+); it ending is
+// not an error: SubmitAndWait returns with whatever is ready. minWait > 0
+// (FeatMinTimeout, 6.12+) lets the kernel return after minWait as soon as
+// one CQE is ready even if fewer than minComplete are; on older kernels it is
+// ignored. With minComplete 0 it only submits (and, with GETEVENTS skipped,
+// returns at once).
+//
+// It returns how many SQEs were submitted. EINTR is retried with the
+// remaining wait. EAGAIN and EBUSY come back as *Error for the caller to reap
+// CQEs and retry; EEXIST means the ring has SINGLE_ISSUER and the calling
+// thread is not its submitter.
+func (r *Ring) SubmitAndWait(minComplete uint32, timeout, minWait time.Duration) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	toSubmit := r.flushSQ()
+	var flags uint32
+	if r.flags&SetupSQPoll != 0 {
+		if atomic.LoadUint32(r.sqFlags)&sqNeedWakeup != 0 {
+			flags |= enterSQWakeup
+		}
+		toSubmit = 0 // the SQPOLL thread consumes them
+	}
+	if minComplete > 0 || r.cqNeedsEnter() {
+		flags |= enterGetEvents
+	}
+	if flags == 0 && toSubmit == 0 {
+		return 0, nil
+	}
+	var argp unsafe.Pointer
+	argSz := uintptr(0)
+	if flags&enterGetEvents != 0 && minComplete > 0 && timeout > 0 && r.features&FeatExtArg != 0 {
+		r.ts = Timespec{Sec: int64(timeout / time.Second), Nsec: int64(timeout % time.Second)}
+		r.arg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
+		if minWait > 0 && r.features&FeatMinTimeout != 0 {
+			r.arg.minWaitUsec = uint32(minWait / time.Microsecond)
+		}
+		argp = unsafe.Pointer(&r.arg)
+		argSz = unsafe.Sizeof(r.arg)
+		flags |= enterExtArg
+	}
+	submitted := 0
+	for {
+		n, errno := r.enter(toSubmit, minComplete, flags|r.enterFlg, argp, argSz)
+		if n > 0 {
+			submitted += n
+			r.stat.SQEsSubmitted += uint64(n)
+		}
+		switch errno {
+		case 0:
+			return submitted, nil
+		case syscall.EINTR:
+			toSubmit -= uint32(n)
+			continue
+		case syscall.ETIME:
+			r.stat.Timeouts++
+			return submitted, nil
+		case syscall.EEXIST:
+			e := newError("io_uring_enter", errno)
+			e.Detail = "SINGLE_ISSUER ring entered from a thread other than its submitter"
+			return submitted, e
+		default:
+			return submitted, newError("io_uring_enter", errno)
+		}
+	}
+}
+
+// cqNeedsEnter reports whether the kernel holds completions that only an
+// enter with GETEVENTS brings into the CQ: overflowed CQEs
+// (IORING_SQ_CQ_OVERFLOW) or pending task_work (IORING_SQ_TASKRUN).
+func (r *Ring) cqNeedsEnter() bool {
+	f := atomic.LoadUint32(r.sqFlags)
+	if f&sqCQOverflow != 0 {
+		r.stat.CQOverflows++
+		return true
+	}
+	return f&sqTaskrun != 0
+}
+
+func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr) (int, syscall.Errno) {
+	r.stat.Enters++
+	var n uintptr
+	var errno syscall.Errno
+	if flags&enterGetEvents == 0 {
+		// Submit only: never blocks, skip the scheduler hand-off.
+		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), 0, uintptr(flags), uintptr(arg), argSz)
+	} else {
+		n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), 0
+}
