@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// maxInFlightBytes bounds depth*size. Each connection is driven by a single
+// goroutine that writes while it is not reading, so the bytes in flight must
+// fit in the socket buffers of both ends or client and server could block in
+// write forever.
+const maxInFlightBytes = 256 << 10
+
+// config is the parsed command line.
+type config struct {
+	addr            string
+	conns           int
+	size            int
+	depth           int
+	duration        time.Duration
+	warmup          time.Duration
+	json            bool
+	dialConcurrency int
+	dialTimeout     time.Duration
+	serverPID       int
+	metricsURL      string
+	yield           bool
+}
+
+// errUsage reports a bad command line; its message is already printed.
+var errUsage = errors.New("usage")
+
+// parseFlags parses args (without the program name). On a bad command line
+// it prints one line to stderr and returns errUsage; for -h it prints the
+// usage and returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("echo-client", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "echo server `address`")
+	fs.IntVar(&cfg.conns, "c", 1000, "number of connections")
+	fs.IntVar(&cfg.size, "s", 12, "message size in bytes")
+	fs.IntVar(&cfg.depth, "depth", 1, "messages in flight per connection")
+	fs.DurationVar(&cfg.duration, "d", 10*time.Second, "measured duration")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "warm-up duration (not measured)")
+	fs.BoolVar(&cfg.json, "json", false, "print the summary as one JSON object")
+	fs.IntVar(&cfg.dialConcurrency, "dial-concurrency", 64, "connections dialled at once")
+	fs.DurationVar(&cfg.dialTimeout, "dial-timeout", 5*time.Second, "timeout of one dial")
+	fs.IntVar(&cfg.serverPID, "server-pid", 0, "server `pid` whose CPU time and context switches are measured (0: none)")
+	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped for cqes_per_enter (empty: none)")
+	fs.BoolVar(&cfg.yield, "yield", true, "yield to the other connections between a write and its read (fewer syscalls per message)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: echo-client [flags]")
+			fs.PrintDefaults()
+			return cfg, err
+		}
+		fmt.Fprintf(stderr, "echo-client: %v (see -h)\n", err)
+		return cfg, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "echo-client: unexpected argument %q (see -h)\n", fs.Arg(0))
+		return cfg, errUsage
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "echo-client: %v (see -h)\n", err)
+		return cfg, errUsage
+	}
+	return cfg, nil
+}
+
+// validate checks the ranges of the flags.
+func (c config) validate() error {
+	switch {
+	case c.addr == "":
+		return errors.New("-addr must not be empty")
+	case c.conns < 1:
+		return fmt.Errorf("-c must be >= 1, got %d", c.conns)
+	case c.size < 1:
+		return fmt.Errorf("-s must be >= 1, got %d", c.size)
+	case c.depth < 1:
+		return fmt.Errorf("-depth must be >= 1, got %d", c.depth)
+	case c.size*c.depth > maxInFlightBytes:
+		return fmt.Errorf("-s times -depth must be <= %d, got %d", maxInFlightBytes, c.size*c.depth)
+	case c.duration <= 0:
+		return fmt.Errorf("-d must be > 0, got %v", c.duration)
+	case c.warmup < 0:
+		return fmt.Errorf("-warmup must be >= 0, got %v", c.warmup)
+	case c.dialConcurrency < 1:
+		return fmt.Errorf("-dial-concurrency must be >= 1, got %d", c.dialConcurrency)
+	case c.dialTimeout <= 0:
+		return fmt.Errorf("-dial-timeout must be > 0, got %v", c.dialTimeout)
+	case c.serverPID < 0:
+		return fmt.Errorf("-server-pid must be >= 0, got %d", c.serverPID)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxErrorLines bounds how many connection errors are printed one by one.
+const maxErrorLines = 10
+
+// sample is the state of the run at one edge of the measured window.
+type sample struct {
+	at      time.Time
+	msgs    uint64
+	cpu     time.Duration
+	proc    procSample
+	procErr error
+	metrics map[string]float64
+	metErr  error
+}
+
+// run dials, warms up, measures and prints the summary to stdout; progress
+// and errors go to stderr. It returns the exit code: 0 ok, 1 on any
+// connection error or echo mismatch.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
+	var outMu sync.Mutex
+	logf := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(stderr, "echo-client: "+format+"\n", args...)
+	}
+	if err := raiseNoFile(); err != nil {
+		logf("warning: cannot raise the open-file limit: %v", err)
+	}
+	conns, err := dialAll(ctx, cfg)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	var printed atomic.Int64
+	s := &runState{base: time.Now()}
+	s.errOut = func(msg string) {
+		switch n := printed.Add(1); {
+		case n <= maxErrorLines:
+			logf("%s", msg)
+		case n == maxErrorLines+1:
+			logf("further connection errors are counted, not shown")
+		}
+	}
+	workers, allDone, wg := startWorkers(s, conns, cfg)
+	stopProgress := startProgress(s, workers, logf)
+
+	interrupted := !wait(ctx, allDone, cfg.warmup)
+	s.phase.Store(phaseMeasure)
+	start := takeSample(ctx, cfg, workers)
+	if !interrupted {
+		interrupted = !wait(ctx, allDone, cfg.duration)
+	}
+	end := takeSample(ctx, cfg, workers)
+	s.phase.Store(phaseStop)
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	stopProgress()
+
+	sum := summarize(cfg, s, workers, start, end, logf)
+	if err := sum.write(stdout, cfg.json); err != nil {
+		logf("writing the summary: %v", err)
+		return 1
+	}
+	switch {
+	case sum.Errors > 0:
+		return 1
+	case ctx.Err() != nil:
+		logf("interrupted: %v", context.Cause(ctx))
+		return 1
+	}
+	return 0
+}
+
+// startWorkers starts one goroutine per connection. allDone is closed when
+// every worker has returned.
+func startWorkers(s *runState, conns []net.Conn, cfg config) ([]*worker, <-chan struct{}, *sync.WaitGroup) {
+	workers := make([]*worker, len(conns))
+	allDone := make(chan struct{})
+	var live atomic.Int64
+	live.Store(int64(len(conns)))
+	wg := new(sync.WaitGroup)
+	for i, c := range conns {
+		w := newWorker(i, c, cfg.size, cfg.depth)
+		w.yield = cfg.yield
+		workers[i] = w
+		wg.Go(func() {
+			w.run(s)
+			if live.Add(-1) == 0 {
+				close(allDone)
+			}
+		})
+	}
+	return workers, allDone, wg
+}
+
+// wait sleeps for d; it returns false if ctx ended or every worker stopped first.
+func wait(ctx context.Context, allDone <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-allDone:
+	}
+	return false
+}
+
+// totalDone sums the messages completed by all workers.
+func totalDone(workers []*worker) uint64 {
+	var n uint64
+	for _, w := range workers {
+		n += w.done.Load()
+	}
+	return n
+}
+
+// startProgress prints one line a second until the returned stop is called.
+func startProgress(s *runState, workers []*worker, logf func(string, ...any)) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		begin := time.Now()
+		last, lastAt := totalDone(workers), begin
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-tick.C:
+				n := totalDone(workers)
+				tps := float64(n-last) / now.Sub(lastAt).Seconds()
+				last, lastAt = n, now
+				phase := "warmup"
+				switch s.phase.Load() {
+				case phaseMeasure:
+					phase = "measure"
+				case phaseStop:
+					return
+				}
+				logf("t=%.0fs %s tps=%.0f errors=%d", now.Sub(begin).Seconds(), phase, tps, s.errors.Load())
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// takeSample reads everything measured at an edge of the window: the
+// message count first, then CPU times, then the server's metrics.
+func takeSample(ctx context.Context, cfg config, workers []*worker) sample {
+	sm := sample{at: time.Now(), msgs: totalDone(workers), cpu: selfCPU()}
+	if cfg.serverPID > 0 {
+		sm.proc, sm.procErr = readProc(cfg.serverPID)
+	}
+	if cfg.metricsURL != "" {
+		sm.metrics, sm.metErr = scrape(context.WithoutCancel(ctx), cfg.metricsURL, metricCQEs, metricEnters)
+	}
+	return sm
+}
+
+// summarize computes the summary of the window [start, end].
+func summarize(cfg config, s *runState, workers []*worker, start, end sample, logf func(string, ...any)) *summary {
+	var h histogram
+	for _, w := range workers {
+		h.merge(&w.hist)
+	}
+	msgs := end.msgs - start.msgs
+	secs := end.at.Sub(start.at).Seconds()
+	sum := &summary{
+		P50us:     usOf(h.quantile(0.50)),
+		P99us:     usOf(h.quantile(0.99)),
+		P999us:    usOf(h.quantile(0.999)),
+		Errors:    s.errors.Load(),
+		Conns:     cfg.conns,
+		Msgs:      msgs,
+		DurationS: secs,
+		Size:      cfg.size,
+		Depth:     cfg.depth,
+	}
+	if secs > 0 {
+		sum.TPS = int64(float64(msgs)/secs + 0.5)
+	}
+	if msgs == 0 {
+		return sum
+	}
+	perMsg := func(d time.Duration) *int64 { v := int64(d) / int64(msgs); return &v }
+	sum.ClientCPU = perMsg(end.cpu - start.cpu)
+	if cfg.serverPID > 0 {
+		if err := firstErr(start.procErr, end.procErr); err != nil {
+			logf("warning: server stats of pid %d: %v", cfg.serverPID, err)
+		} else {
+			sum.ServerCPU = perMsg(end.proc.cpu - start.proc.cpu)
+			v := float64(max(end.proc.ctxsw-start.proc.ctxsw, 0)) * 1000 / float64(msgs)
+			sum.ServerCtxsw = &v
+		}
+	}
+	if cfg.metricsURL != "" {
+		if err := firstErr(start.metErr, end.metErr); err != nil {
+			logf("warning: metrics from %s: %v", cfg.metricsURL, err)
+		} else if d := end.metrics[metricEnters] - start.metrics[metricEnters]; d > 0 {
+			v := (end.metrics[metricCQEs] - start.metrics[metricCQEs]) / d
+			sum.CQEsPerEnter = &v
+		} else {
+			logf("warning: %s did not grow during the window at %s", metricEnters, cfg.metricsURL)
+		}
+	}
+	return sum
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

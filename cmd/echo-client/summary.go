@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// summary is the result of a run. Pointer fields are optional and printed
+// only when they were measured.
+type summary struct {
+	TPS          int64    `json:"tps"`
+	P50us        int64    `json:"p50_us"`
+	P99us        int64    `json:"p99_us"`
+	P999us       int64    `json:"p999_us"`
+	Errors       int64    `json:"errors"`
+	Conns        int      `json:"conns"`
+	ClientCPU    *int64   `json:"client_cpu_ns_per_msg,omitempty"`
+	ServerCPU    *int64   `json:"server_cpu_ns_per_msg,omitempty"`
+	ServerCtxsw  *float64 `json:"server_ctxsw_per_1k,omitempty"`
+	CQEsPerEnter *float64 `json:"cqes_per_enter,omitempty"`
+	Msgs         uint64   `json:"msgs"`
+	DurationS    float64  `json:"duration_s"`
+	Size         int      `json:"size"`
+	Depth        int      `json:"depth"`
+}
+
+// write prints s as the one summary line, or as one JSON object.
+func (s *summary) write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tps=%d p50_us=%d p99_us=%d p999_us=%d errors=%d conns=%d",
+		s.TPS, s.P50us, s.P99us, s.P999us, s.Errors, s.Conns)
+	if s.ClientCPU != nil {
+		fmt.Fprintf(&b, " client_cpu_ns_per_msg=%d", *s.ClientCPU)
+	}
+	if s.ServerCPU != nil {
+		fmt.Fprintf(&b, " server_cpu_ns_per_msg=%d", *s.ServerCPU)
+	}
+	if s.ServerCtxsw != nil {
+		fmt.Fprintf(&b, " server_ctxsw_per_1k=%.2f", *s.ServerCtxsw)
+	}
+	if s.CQEsPerEnter != nil {
+		fmt.Fprintf(&b, " cqes_per_enter=%.2f", *s.CQEsPerEnter)
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// usOf converts nanoseconds to whole microseconds, rounding.
+func usOf(ns int64) int64 { return (ns + 500) / 1000 }
