@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// maxSpareCap bounds the capacity of a list slice a worker keeps for reuse
-// after a burst, in works.
-const maxSpareCap = 4096
+// maxSpareCap bounds the capacity, in works, that a list keeps for reuse
+// once it has been emptied (both pools): below it a steady load allocates
+// nothing; above it the memory of a burst is given back.
+const maxSpareCap = 1 << 20
 
 // FixedPool is a pool of fixed workers: each worker has its own private
 // list, guarded by its own mutex; there is no lock shared by all workers.
@@ -41,8 +42,11 @@ type fixedWorker struct {
 	idle   bool // parked or about to park on wake: the next submit signals
 	closed bool
 	wake   chan struct{} // 1-buffered; at most one token (sent only when idle)
-	depth  atomic.Int64  // works handed to this worker, not yet finished
 	_      [cacheLine]byte
+
+	// inBatch is the size of the batch being run (0 between batches):
+	// stored by the worker twice per batch, read by Stats.
+	inBatch atomic.Int64
 
 	// Worker side: touched only by the worker goroutine (r.pub is read by
 	// Stats).
@@ -169,7 +173,7 @@ func (p *FixedPool) Stats() Stats {
 	s := Stats{Workers: make([]WorkerStats, len(p.workers))}
 	for i, w := range p.workers {
 		ws := w.r.pub.snapshot()
-		ws.QueueDepth = w.depth.Load()
+		ws.QueueDepth = w.depth()
 		s.Queued += ws.QueueDepth
 		s.Workers[i] = ws
 	}
@@ -184,7 +188,6 @@ func (w *fixedWorker) push(it item) error {
 		return ErrClosed
 	}
 	w.list = append(w.list, it)
-	w.depth.Add(1)
 	wake := w.idle
 	w.idle = false
 	w.mu.Unlock()
@@ -192,6 +195,16 @@ func (w *fixedWorker) push(it item) error {
 		w.signal()
 	}
 	return nil
+}
+
+// depth is the worker's queue depth: its list plus the batch it runs. The
+// two parts are read at slightly different instants; a work moving from
+// the list to a new batch in between may be missed or counted twice.
+func (w *fixedWorker) depth() int64 {
+	w.mu.Lock()
+	n := len(w.list)
+	w.mu.Unlock()
+	return int64(n) + w.inBatch.Load()
 }
 
 // signal hands the worker its wake token. The channel never holds more than
@@ -233,6 +246,7 @@ func (p *FixedPool) run(w *fixedWorker, name string, idx int) {
 		w.mu.Unlock()
 
 		n := len(batch)
+		w.inBatch.Store(int64(n))
 		w.r.runItems(batch)
 		clear(batch) // drop the closures
 		if cap(batch) > maxSpareCap {
@@ -240,6 +254,6 @@ func (p *FixedPool) run(w *fixedWorker, name string, idx int) {
 		}
 		w.spare = batch[:0]
 		w.r.pub.publish(&w.r.own, w.r.own.addBatch(n))
-		w.depth.Add(-int64(n))
+		w.inBatch.Store(0)
 	}
 }

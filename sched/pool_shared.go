@@ -19,8 +19,7 @@ import (
 type SharedPool struct {
 	mu      sync.Mutex
 	cond    sync.Cond
-	queue   []item // queue[head:] are queued, oldest first
-	head    int
+	queue   ring
 	waiting int // workers parked in cond.Wait
 	closed  bool
 
@@ -94,11 +93,11 @@ func (p *SharedPool) Close(ctx context.Context, mode CloseMode) error {
 	}
 	p.mu.Lock()
 	if mode == CancelQueued {
-		for i := p.head; i < len(p.queue); i++ {
-			if wk := p.queue[i].w; wk != nil {
-				wk.state.CompareAndSwap(uint32(WorkQueued), uint32(WorkCancelled))
+		p.queue.each(func(it *item) {
+			if it.w != nil {
+				it.w.state.CompareAndSwap(uint32(WorkQueued), uint32(WorkCancelled))
 			}
-		}
+		})
 	}
 	p.closed = true
 	p.cond.Broadcast()
@@ -124,7 +123,7 @@ func (p *SharedPool) Stats() Stats {
 		s.Workers[i] = w.r.pub.snapshot()
 	}
 	p.mu.Lock()
-	s.Queued = int64(len(p.queue) - p.head)
+	s.Queued = int64(p.queue.n)
 	p.mu.Unlock()
 	return s
 }
@@ -135,33 +134,12 @@ func (p *SharedPool) push(it item) error {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	p.queue = append(p.queue, it)
+	p.queue.push(it)
 	if p.waiting > 0 {
 		p.cond.Signal()
 	}
 	p.mu.Unlock()
 	return nil
-}
-
-// pop removes the oldest work; mu must be held and the list not empty.
-func (p *SharedPool) pop() item {
-	it := p.queue[p.head]
-	p.queue[p.head] = item{}
-	p.head++
-	switch {
-	case p.head == len(p.queue):
-		p.queue = p.queue[:0]
-		p.head = 0
-		if cap(p.queue) > maxSpareCap {
-			p.queue = nil
-		}
-	case p.head >= 1024 && p.head*2 >= len(p.queue):
-		n := copy(p.queue, p.queue[p.head:])
-		clear(p.queue[n:])
-		p.queue = p.queue[:n]
-		p.head = 0
-	}
-	return it
 }
 
 // publishEvery is how many works a shared worker runs between two
@@ -184,7 +162,7 @@ func (p *SharedPool) run(w *sharedWorker, name string, idx int) {
 	unpublished := 0
 	p.mu.Lock()
 	for {
-		for p.head == len(p.queue) {
+		for p.queue.n == 0 {
 			if unpublished > 0 {
 				w.r.pub.publish(&w.r.own, -1)
 				unpublished = 0
@@ -197,7 +175,7 @@ func (p *SharedPool) run(w *sharedWorker, name string, idx int) {
 			p.cond.Wait()
 			p.waiting--
 		}
-		one[0] = p.pop()
+		one[0] = p.queue.pop()
 		p.mu.Unlock()
 
 		w.r.runItems(one[:])

@@ -136,8 +136,8 @@ func TestCancelInsideTakenBatch(t *testing.T) {
 	w.mu.Lock()
 	queued := len(w.list)
 	w.mu.Unlock()
-	if queued != 0 || w.depth.Load() != 3 {
-		t.Fatalf("list=%d depth=%d: b and c are not in the taken batch", queued, w.depth.Load())
+	if queued != 0 || w.depth() != 3 {
+		t.Fatalf("list=%d depth=%d: b and c are not in the taken batch", queued, w.depth())
 	}
 	if r := p.Cancel(wc); r != Cancelled {
 		t.Fatalf("Cancel(c) = %v, want Cancelled", r)
@@ -422,6 +422,34 @@ func TestBatchBucket(t *testing.T) {
 		}
 		if tc.n > 0 && float64(tc.n) > BatchBucketUpperBound(tc.b) {
 			t.Errorf("%d above bound of bucket %d", tc.n, tc.b)
+		}
+	}
+}
+
+func TestRing(t *testing.T) {
+	var r ring
+	next, want := 0, 0
+	for round := 0; round < 50; round++ {
+		for i := 0; i < round*7%300; i++ {
+			r.push(item{w: &Work{owner: Pool(nil)}, fn: nil})
+			r.buf[(r.head+r.n-1)&(len(r.buf)-1)].w.state.Store(uint32(next))
+			next++
+		}
+		for i := 0; i < round*5%300 && r.n > 0; i++ {
+			if got := int(r.pop().w.state.Load()); got != want {
+				t.Fatalf("pop %d, want %d", got, want)
+			}
+			want++
+		}
+		seen := 0
+		r.each(func(it *item) {
+			if int(it.w.state.Load()) != want+seen {
+				t.Fatalf("each order broken")
+			}
+			seen++
+		})
+		if seen != r.n || r.n != next-want {
+			t.Fatalf("n=%d seen=%d queued=%d", r.n, seen, next-want)
 		}
 	}
 }
