@@ -63,7 +63,9 @@ func barPlot(title string, configs, servers []string, value func(*group) float64
 	p.Title.Text = title
 	p.Y.Min = 0
 	p.Legend.Top = true
-	w := vg.Points(float64(60) / float64(max(len(servers), 1)))
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(10)
+	w := vg.Points(float64(150) / float64(max(len(servers), 1)))
 	for i, s := range servers {
 		vals := make(plotter.Values, len(configs))
 		for j, c := range configs {
@@ -80,9 +82,25 @@ func barPlot(title string, configs, servers []string, value func(*group) float64
 		bars.Offset = w * vg.Length(float64(i)-float64(len(servers)-1)/2)
 		p.Add(bars)
 		if legend {
-			p.Legend.Add(s, bars)
+			name := s
+			if !measured(byKey, configs, s) {
+				name += " (failed)"
+			}
+			p.Legend.Add(name, bars)
 		}
 	}
+	p.Y.Max *= 1.25 // room for the legend above the bars
 	p.NominalX(configs...)
+	p.X.Label.Text = "configuration"
 	return p, nil
+}
+
+// measured reports whether server s has a successful run in any config.
+func measured(byKey map[[2]string]*group, configs []string, s string) bool {
+	for _, c := range configs {
+		if g := byKey[[2]string{c, s}]; g != nil && g.TPS.N > 0 {
+			return true
+		}
+	}
+	return false
 }
