@@ -38,11 +38,9 @@ type worker struct {
 	r     io.Reader
 	size  int
 	depth int
-	yield bool // call runtime.Gosched between write and read
+	yield bool          // call runtime.Gosched between write and read
+	done  atomic.Uint64 // messages completed; beside the hot fields on purpose
 	hist  histogram
-	_     [56]byte // keep done off the histogram's last cache line
-	done  atomic.Uint64
-	_     [56]byte
 }
 
 // newWorker prepares the worker of connection id.
@@ -70,10 +68,13 @@ func (w *worker) run(s *runState) {
 func (w *worker) loop(s *runState) error {
 	size, depth := w.size, w.depth
 	pattern := newPattern(w.id, size)
-	exp := append([]byte(nil), pattern...) // the echo expected next
-	rbuf := make([]byte, size)             // the echo received
-	wbuf := make([]byte, size*depth)       // the first depth messages
-	sentAt := make([]int64, depth)         // send time by seq % depth
+	// One allocation keeps the buffers touched per message together.
+	bufs := make([]byte, size*(2+depth))
+	exp := bufs[:size:size]              // the echo expected next
+	rbuf := bufs[size : 2*size : 2*size] // the echo received
+	wbuf := bufs[2*size:]                // the first depth messages
+	sentAt := make([]int64, depth)       // send time by seq % depth
+	copy(exp, pattern)
 	for i := 0; i < depth; i++ {
 		copy(wbuf[i*size:], pattern)
 		stamp(wbuf[i*size:(i+1)*size], w.id, uint64(i))
