@@ -247,3 +247,9 @@ func (s *SQE) PrepMsgRing(ringFD int, res uint32, userData uint64) {
 	s.prep(OpMsgRing, ringFD, nil, res, userData)
 	s.Addr = msgRingData
 }
+
+// PrepRead prepares IORING_OP_READ (5.6+) into buf at file offset off
+// (^uint64(0) = current position, as for an eventfd or socket).
+func (s *SQE) PrepRead(fd int, buf []byte, off uint64) {
+	s.prep(OpRead, fd, bufPtr(buf), uint32(len(buf)), off)
+}

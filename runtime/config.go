@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Backend selects how sockets are driven.
+type Backend int
+
+const (
+	// BackendAuto uses io_uring when a ring can be set up and otherwise Go's
+	// net, logging one warning that names the cause and the fix, and
+	// exporting uringrt_backend_info{backend="std"}.
+	BackendAuto Backend = iota
+	// BackendUring uses io_uring or fails New with the setup error (which
+	// names the cause and the fix).
+	BackendUring
+	// BackendStd uses Go's net package: the same API, no ring.
+	BackendStd
+)
+
+// String returns "auto", "uring" or "std".
+func (b Backend) String() string {
+	switch b {
+	case BackendAuto:
+		return "auto"
+	case BackendUring:
+		return "uring"
+	case BackendStd:
+		return "std"
+	}
+	return fmt.Sprintf("Backend(%d)", int(b))
+}
+
+// ParseBackend parses "auto", "uring" or "std".
+func ParseBackend(s string) (Backend, error) {
+	for _, b := range []Backend{BackendAuto, BackendUring, BackendStd} {
+		if b.String() == s {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown backend %q (want auto, uring or std)", s)
+}
+
+// Pollable is the policy for pollable requests (socket reads, writes and
+// accepts), after Linux commit 90fa02883f ("io_uring: async hybrid mode for
+// pollable requests").
+type Pollable int
+
+const (
+	// PollHybrid (the default) tries the socket operation nonblocking in
+	// the caller; on EAGAIN the loop arms a poll (IORING_OP_POLL_ADD) and
+	// the caller parks until the completion batch wakes it, then retries.
+	PollHybrid Pollable = iota
+	// PollRing submits the operation itself (IORING_OP_RECV/SEND) and lets
+	// the kernel try it and poll-arm it internally (FAST_POLL, 5.7+).
+	PollRing
+	// PollAsync submits the operation with IOSQE_ASYNC: it is forced to
+	// io-wq, where a worker blocks on it (bounded by IOWQMaxWorkers).
+	PollAsync
+	// PollBlocking is the behaviour the commit replaced: each operation runs
+	// blocking on a bounded pool of Config.Workers workers (one sched
+	// fixed worker per connection key), so a worker waits on one socket
+	// while other work queues behind it.
+	PollBlocking
+)
+
+// String returns "hybrid", "ring", "async" or "blocking".
+func (p Pollable) String() string {
+	switch p {
+	case PollHybrid:
+		return "hybrid"
+	case PollRing:
+		return "ring"
+	case PollAsync:
+		return "async"
+	case PollBlocking:
+		return "blocking"
+	}
+	return fmt.Sprintf("Pollable(%d)", int(p))
+}
+
+// ParsePollable parses "hybrid", "ring", "async" or "blocking".
+func ParsePollable(s string) (Pollable, error) {
+	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown pollable policy %q (want hybrid, ring, async or blocking)", s)
+}
+
+// WaitBatch selects how a loop waits for completions.
+type WaitBatch int
+
+const (
+	// WaitBatchOn (the default) waits for min_complete CQEs sized from what
+	// the loop has in flight, bounded by Config.WaitLatency (and the
+	// kernel's min-wait on 6.12+), on a DEFER_TASKRUN ring: one wake-up per
+	// batch of completions.
+	WaitBatchOn WaitBatch = iota
+	// WaitBatchOff waits for one CQE at a time (min_complete = 1): the
+	// comparison baseline.
+	WaitBatchOff
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultRingEntries    = 1024
+	DefaultWaitLatency    = 50 * time.Microsecond
+	DefaultMaxWriteBuffer = 4 << 20 // bytes per connection
+	DefaultWorkers        = 20
+	DefaultBufferSize     = 4096 // bytes per provided buffer
+	DefaultBuffers        = 1024 // provided buffers per loop
+)
+
+// Config configures a Runtime. The zero value is a working configuration.
+type Config struct {
+	// Loops is the number of event loops (rings); 0 means GOMAXPROCS.
+	Loops int
+	// Backend selects io_uring, Go's net, or auto (the default).
+	Backend Backend
+	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
+	// DefaultRingEntries.
+	RingEntries uint32
+	// Registerer receives the runtime's Prometheus collectors (namespace
+	// uringrt); nil means no metrics and no counting cost.
+	Registerer prometheus.Registerer
+	// Logger receives warnings (fallback to std, accept errors); nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Pollable is the pollable-request policy; the default is PollHybrid.
+	Pollable Pollable
+	// Workers is the size of the fixed worker pool that runs PollBlocking
+	// operations and callback handlers that may block; 0 means
+	// DefaultWorkers.
+	Workers int
+	// IOWQMaxWorkers, when > 0, caps each ring's io-wq workers, bounded and
+	// unbounded alike (IORING_REGISTER_IOWQ_MAX_WORKERS, 5.15+).
+	IOWQMaxWorkers uint32
+	// WaitBatch turns batched waiting off for comparison.
+	WaitBatch WaitBatch
+	// WaitLatency bounds the latency batched waiting may add: a loop waiting
+	// for more than one CQE returns after this long with what it has. 0
+	// means DefaultWaitLatency (50µs).
+	WaitLatency time.Duration
+
+	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
+	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
+	// reading from that connection until its output drains.
+	MaxWriteBuffer int
+	// MaxConns caps open connections per listener; connections over it are
+	// closed at once and counted (uringrt_connections_rejected_total). 0
+	// means no cap.
+	MaxConns int
+
+	// DisableDeferTaskrun sets rings up without DEFER_TASKRUN/SINGLE_ISSUER
+	// (COOP_TASKRUN instead), as on kernels before 6.1.
+	DisableDeferTaskrun bool
+	// DisableMultishot uses single-shot accept and recv, as before 5.19/6.0.
+	DisableMultishot bool
+	// DisableBufRing uses per-connection buffers instead of provided buffer
+	// rings (and so no multishot recv), as before 5.19.
+	DisableBufRing bool
+	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
+	// (a power of two) buffers of BufferSize bytes. 0 means the defaults.
+	BufferSize, Buffers int
+}

@@ -1,0 +1,354 @@
+package runtime
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is a connected socket driven by a uringrt loop. It implements
+// net.Conn, and CloseRead/CloseWrite like *net.TCPConn. Its methods are
+// safe for concurrent use; concurrent Reads (or Writes) are serialized.
+//
+// Errors are those of the standard library: *net.OpError wrapping
+// os.ErrDeadlineExceeded after a deadline (Timeout() reports true),
+// net.ErrClosed after Close (also for a Read or Write blocked when Close
+// came), *os.SyscallError with the errno (ECONNRESET, EPIPE, ...)
+// otherwise, and io.EOF from Read on the peer's orderly close.
+type Conn struct {
+	fd *netFD
+}
+
+var _ net.Conn = (*Conn)(nil)
+
+// Read reads up to len(b) bytes. Under PollHybrid it tries recv(2)
+// nonblocking first and, on EAGAIN, parks until the loop's multishot poll
+// reports the socket readable; under PollRing/PollAsync it submits
+// IORING_OP_RECV into b (b then belongs to the kernel until that CQE, which
+// Read always waits for: no byte the kernel took is lost); under
+// PollBlocking a fixed worker blocks on the socket. Read(nil) returns 0, nil.
+func (c *Conn) Read(b []byte) (int, error) {
+	fd := c.fd
+	fd.rmu.Lock()
+	defer fd.rmu.Unlock()
+	if fd.closing.Load() {
+		return 0, fd.opError("read", net.ErrClosed)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	waited := false
+	for {
+		if fd.closing.Load() {
+			return 0, fd.opError("read", net.ErrClosed)
+		}
+		if fd.rdl.expired.Load() {
+			return 0, fd.opError("read", os.ErrDeadlineExceeded)
+		}
+		var n int
+		var errno syscall.Errno
+		switch fd.rt.cfg.Pollable {
+		case PollHybrid:
+			if !fd.incref() {
+				continue
+			}
+			n, errno = rawRecv(fd.fd, b)
+			fd.decref()
+			if errno == syscall.EAGAIN {
+				waited = true
+				fd.rd.wait(fd.abortRead)
+				continue
+			}
+		case PollRing, PollAsync:
+			var ok bool
+			if n, errno, ok = fd.ringOp(&fd.rop, b); !ok {
+				continue
+			}
+			waited = true
+		case PollBlocking:
+			var ok bool
+			if n, errno, ok = fd.blockingOp(&fd.rop, b, false); !ok {
+				continue
+			}
+			waited = true
+		}
+		switch errno {
+		case 0:
+			fd.l.countRead(n, waited)
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		case syscall.EINTR, syscall.EAGAIN, syscall.ECANCELED:
+			continue
+		}
+		return 0, fd.opError("read", sysError("read", errno))
+	}
+}
+
+// Write writes all of b, or returns the count written and an error (the
+// io.Writer contract). Under PollHybrid it tries send(2) nonblocking first;
+// on a short write or EAGAIN the loop arms POLLOUT and Write parks. A write
+// to a reset peer fails with EPIPE or ECONNRESET, never SIGPIPE.
+func (c *Conn) Write(b []byte) (int, error) {
+	fd := c.fd
+	fd.wmu.Lock()
+	defer fd.wmu.Unlock()
+	nn := 0
+	waited := false
+	for {
+		if fd.closing.Load() {
+			return nn, fd.opError("write", net.ErrClosed)
+		}
+		if fd.wdl.expired.Load() {
+			return nn, fd.opError("write", os.ErrDeadlineExceeded)
+		}
+		if nn == len(b) && nn > 0 {
+			fd.l.countWrite(nn, waited)
+			return nn, nil
+		}
+		if len(b) == 0 {
+			return 0, nil
+		}
+		var n int
+		var errno syscall.Errno
+		switch fd.rt.cfg.Pollable {
+		case PollHybrid:
+			if !fd.incref() {
+				continue
+			}
+			n, errno = rawSend(fd.fd, b[nn:])
+			fd.decref()
+			if errno == syscall.EAGAIN {
+				waited = true
+				fd.l.post(request{kind: reqArm, op: &fd.pollOut})
+				fd.wr.wait(fd.abortWrite)
+				continue
+			}
+		case PollRing, PollAsync:
+			var ok bool
+			if n, errno, ok = fd.ringOp(&fd.wop, b[nn:]); !ok {
+				continue
+			}
+			waited = true
+		case PollBlocking:
+			var ok bool
+			if n, errno, ok = fd.blockingOp(&fd.wop, b[nn:], true); !ok {
+				continue
+			}
+			waited = true
+		}
+		switch errno {
+		case 0:
+			nn += n
+			continue
+		case syscall.EINTR, syscall.EAGAIN, syscall.ECANCELED:
+			continue
+		}
+		return nn, fd.opError("write", sysError("write", errno))
+	}
+}
+
+// ringOp submits o (recv or send of b) through the loop and waits for its
+// CQE. ok is false when fd is closing (nothing was submitted).
+func (fd *netFD) ringOp(o *op, b []byte) (int, syscall.Errno, bool) {
+	if !fd.incref() {
+		return 0, 0, false
+	}
+	o.buf = b
+	o.sqeFlags = 0
+	if fd.rt.cfg.Pollable == PollAsync {
+		o.sqeFlags = sqeAsync
+	}
+	fd.l.post(request{kind: reqArm, op: o})
+	<-o.done
+	o.buf = nil
+	res := o.res
+	fd.decref()
+	if res < 0 {
+		return 0, ioErrno(res), true
+	}
+	return int(res), 0, true
+}
+
+// blockingOp runs a recv or send of b on a fixed worker that blocks on this
+// socket (poll(2), then the call): the pre-hybrid io-wq behaviour.
+func (fd *netFD) blockingOp(o *op, b []byte, write bool) (int, syscall.Errno, bool) {
+	if !fd.incref() {
+		return 0, 0, false
+	}
+	dl, pd := &fd.rdl, int16(unix.POLLIN)
+	if write {
+		dl, pd = &fd.wdl, unix.POLLOUT
+	}
+	queued := time.Now()
+	err := fd.rt.pool.GoKey(uint64(fd.fd), func() {
+		fd.l.observeBlockingWait(time.Since(queued))
+		o.res = blockingCall(fd, dl, pd, b, write)
+		o.done <- struct{}{}
+	})
+	if err != nil {
+		fd.decref()
+		return 0, syscall.ECANCELED, true
+	}
+	<-o.done
+	res := o.res
+	fd.decref()
+	if res < 0 {
+		return 0, ioErrno(res), true
+	}
+	return int(res), 0, true
+}
+
+// blockingCall does the call and, on EAGAIN, waits in poll(2) on the socket
+// for up to 10 ms holding its worker (the head-of-line blocking of the
+// pre-hybrid io-wq), then tries once more. It returns -EAGAIN when the
+// socket stayed unready, so the caller re-queues the operation and
+// Close, deadlines and other connections' work are never starved forever.
+func blockingCall(fd *netFD, dl *deadline, events int16, b []byte, write bool) int32 {
+	for try := 0; ; try++ {
+		if fd.closing.Load() || dl.expired.Load() {
+			return -int32(syscall.ECANCELED)
+		}
+		var n int
+		var errno syscall.Errno
+		if write {
+			n, errno = rawSend(fd.fd, b)
+		} else {
+			n, errno = rawRecv(fd.fd, b)
+		}
+		if errno == 0 {
+			return int32(n)
+		}
+		if errno != syscall.EAGAIN || try == 1 {
+			return -int32(errno)
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd.fd), Events: events}}
+		unix.Poll(pfd, 10)
+	}
+}
+
+// Close closes the connection: blocked Reads and Writes return
+// net.ErrClosed, in-flight ring ops are cancelled and their CQEs awaited,
+// then the fd is closed. A second Close returns net.ErrClosed.
+func (c *Conn) Close() error {
+	if err := c.fd.close(); err != nil {
+		return c.fd.opError("close", err)
+	}
+	return nil
+}
+
+// CloseWrite shuts down the writing side (shutdown(2) SHUT_WR): the peer
+// reads io.EOF after the bytes already written.
+func (c *Conn) CloseWrite() error { return c.shutdown(unix.SHUT_WR, "close") }
+
+// CloseRead shuts down the reading side (shutdown(2) SHUT_RD).
+func (c *Conn) CloseRead() error { return c.shutdown(unix.SHUT_RD, "close") }
+
+func (c *Conn) shutdown(how int, op string) error {
+	fd := c.fd
+	if !fd.incref() {
+		return fd.opError(op, net.ErrClosed)
+	}
+	defer fd.decref()
+	if err := unix.Shutdown(fd.fd, how); err != nil {
+		return fd.opError(op, sysError("shutdown", err.(syscall.Errno)))
+	}
+	return nil
+}
+
+// LocalAddr returns the local address (*net.TCPAddr or *net.UnixAddr).
+func (c *Conn) LocalAddr() net.Addr { return c.fd.laddr() }
+
+// RemoteAddr returns the peer's address (*net.TCPAddr or *net.UnixAddr).
+func (c *Conn) RemoteAddr() net.Addr { return c.fd.raddr() }
+
+// SetDeadline sets the read and write deadlines (see net.Conn). A zero t
+// clears them. A deadline that passes wakes a blocked Read or Write, which
+// returns an error wrapping os.ErrDeadlineExceeded.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// SetReadDeadline sets the deadline for Read calls, pending ones included.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	fd := c.fd
+	if fd.closing.Load() {
+		return fd.opError("set", net.ErrClosed)
+	}
+	fd.rdl.set(t, func() {
+		fd.rd.interrupt()
+		fd.l.post(request{kind: reqCancel, op: &fd.rop})
+	})
+	return nil
+}
+
+// SetWriteDeadline sets the deadline for Write calls, pending ones included.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	fd := c.fd
+	if fd.closing.Load() {
+		return fd.opError("set", net.ErrClosed)
+	}
+	fd.wdl.set(t, func() {
+		fd.wr.interrupt()
+		fd.l.post(request{kind: reqCancel, op: &fd.wop})
+	})
+	return nil
+}
+
+// SetNoDelay sets TCP_NODELAY (on by default, as in Go's net).
+func (c *Conn) SetNoDelay(noDelay bool) error {
+	v := 0
+	if noDelay {
+		v = 1
+	}
+	return c.setsockopt(unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+}
+
+// SetReadBuffer sets SO_RCVBUF in bytes.
+func (c *Conn) SetReadBuffer(bytes int) error {
+	return c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUF, bytes)
+}
+
+// SetWriteBuffer sets SO_SNDBUF in bytes.
+func (c *Conn) SetWriteBuffer(bytes int) error {
+	return c.setsockopt(unix.SOL_SOCKET, unix.SO_SNDBUF, bytes)
+}
+
+func (c *Conn) setsockopt(level, opt, v int) error {
+	fd := c.fd
+	if !fd.incref() {
+		return fd.opError("set", net.ErrClosed)
+	}
+	defer fd.decref()
+	if err := unix.SetsockoptInt(fd.fd, level, opt, v); err != nil {
+		return fd.opError("set", sysError("setsockopt", err.(syscall.Errno)))
+	}
+	return nil
+}
+
+// SetLinger sets SO_LINGER as *net.TCPConn.SetLinger does: sec < 0 is the
+// default (close returns at once, the kernel sends the rest), 0 discards
+// unsent data and resets the connection on Close, > 0 lingers sec seconds.
+func (c *Conn) SetLinger(sec int) error {
+	fd := c.fd
+	if !fd.incref() {
+		return fd.opError("set", net.ErrClosed)
+	}
+	defer fd.decref()
+	l := unix.Linger{}
+	if sec >= 0 {
+		l.Onoff, l.Linger = 1, int32(sec)
+	}
+	if err := unix.SetsockoptLinger(fd.fd, unix.SOL_SOCKET, unix.SO_LINGER, &l); err != nil {
+		return fd.opError("set", sysError("setsockopt", err.(syscall.Errno)))
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/nettest"
+)
+
+// tiers are the configurations every contract test runs in: each pollable
+// policy, the feature tiers turned off, and Go's net.
+var tiers = []struct {
+	name string
+	cfg  Config
+}{
+	{"hybrid", Config{Loops: 2}},
+	{"ring", Config{Loops: 2, Pollable: PollRing}},
+	{"async", Config{Loops: 1, Pollable: PollAsync}},
+	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},
+	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
+	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
+	{"std", Config{Backend: BackendStd}},
+}
+
+func newRT(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	if cfg.Backend == BackendAuto {
+		cfg.Backend = BackendUring
+	}
+	rt, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func TestNettestConn(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			for _, dialer := range []string{"uringrt", "std"} {
+				t.Run("dialer="+dialer, func(t *testing.T) {
+					nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+						ln, err := rt.Listen("tcp", "127.0.0.1:0")
+						if err != nil {
+							return nil, nil, nil, err
+						}
+						defer ln.Close()
+						type res struct {
+							c   net.Conn
+							err error
+						}
+						ch := make(chan res, 1)
+						go func() {
+							c, err := ln.Accept()
+							ch <- res{c, err}
+						}()
+						if dialer == "std" {
+							c1, err = net.Dial("tcp", ln.Addr().String())
+						} else {
+							c1, err = rt.Dial("tcp", ln.Addr().String())
+						}
+						if err != nil {
+							return nil, nil, nil, err
+						}
+						r := <-ch
+						if r.err != nil {
+							c1.Close()
+							return nil, nil, nil, r.err
+						}
+						return c1, r.c, func() { c1.Close(); r.c.Close() }, nil
+					})
+				})
+			}
+		})
+	}
+}
+
+func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = t.TempDir() + "/s.sock"
+	}
+	ln, err := rt.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		ch <- c
+	}()
+	client, err = rt.Dial(network, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-ch
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func TestErrorsLikeStd(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			for _, network := range []string{"tcp", "unix"} {
+				c, s := pair(t, rt, network)
+				// Read(nil)
+				if n, err := s.Read(nil); n != 0 || err != nil {
+					t.Fatalf("Read(nil) = %d, %v", n, err)
+				}
+				// deadline in the past
+				s.SetReadDeadline(time.Now().Add(-time.Second))
+				_, err := s.Read(make([]byte, 1))
+				var ne net.Error
+				if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
+					t.Fatalf("past deadline: %v", err)
+				}
+				// deadline in the future wakes a blocked read
+				s.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+				start := time.Now()
+				_, err = s.Read(make([]byte, 1))
+				if !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) < 20*time.Millisecond {
+					t.Fatalf("future deadline: %v after %v", err, time.Since(start))
+				}
+				s.SetReadDeadline(time.Time{})
+				// CloseWrite -> EOF after the bytes
+				c.Write([]byte("bye"))
+				c.(interface{ CloseWrite() error }).CloseWrite()
+				got, err := io.ReadAll(s)
+				if err != nil || string(got) != "bye" {
+					t.Fatalf("after CloseWrite: %q, %v", got, err)
+				}
+				// Close wakes a blocked Read with ErrClosed
+				done := make(chan error, 1)
+				go func() {
+					_, err := c.Read(make([]byte, 1))
+					done <- err
+				}()
+				time.Sleep(20 * time.Millisecond)
+				c.Close()
+				if err := <-done; !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("read blocked across Close: %v", err)
+				}
+				if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("write after close: %v", err)
+				}
+				var oe *net.OpError
+				if err := c.Close(); !errors.As(err, &oe) || !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("second close: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestResetAndRefused(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			c, s := pair(t, rt, "tcp")
+			// reset: SO_LINGER 0 then close.
+			setLinger0(t, c)
+			c.Close()
+			_, err := s.Read(make([]byte, 8))
+			if !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("read after peer reset: %v", err)
+			}
+			var werr error
+			for i := 0; i < 10 && werr == nil; i++ {
+				_, werr = s.Write(bytes.Repeat([]byte("x"), 1024))
+			}
+			if !errors.Is(werr, syscall.EPIPE) && !errors.Is(werr, syscall.ECONNRESET) {
+				t.Fatalf("write to reset peer: %v", werr)
+			}
+			// refused
+			ln, _ := net.Listen("tcp", "127.0.0.1:0")
+			addr := ln.Addr().String()
+			ln.Close()
+			_, err = rt.Dial("tcp", addr)
+			var oe *net.OpError
+			if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &oe) || oe.Op != "dial" {
+				t.Fatalf("dial closed port: %v", err)
+			}
+		})
+	}
+}
+
+func setLinger0(t testing.TB, c net.Conn) {
+	t.Helper()
+	type linger interface{ SetLinger(int) error }
+	if l, ok := c.(linger); ok {
+		l.SetLinger(0)
+		return
+	}
+	if sc, ok := c.(*stdConn); ok {
+		sc.Conn.(*net.TCPConn).SetLinger(0)
+		return
+	}
+	if uc, ok := c.(*Conn); ok {
+		uc.SetLinger(0)
+		return
+	}
+	t.Fatalf("cannot set linger on %T", c)
+}
+
+func TestEchoManyConns(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						io.Copy(c, c)
+					}()
+				}
+			}()
+			defer ln.Close()
+			const conns, msgs = 50, 50
+			var wg sync.WaitGroup
+			errs := make(chan error, conns)
+			for i := 0; i < conns; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					c, err := rt.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer c.Close()
+					c.SetDeadline(time.Now().Add(10 * time.Second))
+					buf := make([]byte, 100)
+					for m := 0; m < msgs; m++ {
+						msg := bytes.Repeat([]byte{byte(i + m)}, 1+m)
+						if _, err := c.Write(msg); err != nil {
+							errs <- err
+							return
+						}
+						if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
+							errs <- errors.Join(err, errors.New("mismatch"))
+							return
+						}
+					}
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+		})
+	}
+}

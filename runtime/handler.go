@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"net"
+)
+
+// Handler is the callback API, the fastest path: the runtime reads each
+// connection with multishot recv into a provided buffer ring and calls
+// OnData on the connection's loop with bytes that are valid only during the
+// call. Writes through the CallbackConn are queued and sent in batches, one
+// send per connection per loop iteration.
+//
+// Callbacks of one connection never run concurrently and keep their order.
+// They run on the loop goroutine, so they must not block; a handler that may
+// block implements MayBlocker and is then run on a sched fixed worker chosen
+// by connection (SubmitKey), which keeps that order.
+type Handler interface {
+	// OnOpen is called once when the connection is accepted.
+	OnOpen(c *CallbackConn)
+	// OnData is called with the bytes received; data is valid only until
+	// OnData returns (copy what must outlive it).
+	OnData(c *CallbackConn, data []byte)
+	// OnClose is called once when the connection is gone: err is nil after a
+	// local Close, io.EOF after the peer's orderly close, or the error that
+	// ended it (a *net.OpError wrapping ECONNRESET, ...).
+	OnClose(c *CallbackConn, err error)
+}
+
+// MayBlocker is implemented by handlers whose callbacks may block; their
+// callbacks then run on the runtime's fixed worker pool, one worker per
+// connection key, instead of on the loop.
+type MayBlocker interface {
+	MayBlock() bool
+}
+
+// HandlerFuncs adapts functions to Handler; nil functions are skipped.
+type HandlerFuncs struct {
+	Open  func(c *CallbackConn)
+	Data  func(c *CallbackConn, data []byte)
+	Close func(c *CallbackConn, err error)
+	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
+	Blocking bool
+}
+
+// OnOpen calls h.Open if set.
+func (h HandlerFuncs) OnOpen(c *CallbackConn) {
+	if h.Open != nil {
+		h.Open(c)
+	}
+}
+
+// OnData calls h.Data if set.
+func (h HandlerFuncs) OnData(c *CallbackConn, data []byte) {
+	if h.Data != nil {
+		h.Data(c, data)
+	}
+}
+
+// OnClose calls h.Close if set.
+func (h HandlerFuncs) OnClose(c *CallbackConn, err error) {
+	if h.Close != nil {
+		h.Close(c, err)
+	}
+}
+
+// MayBlock reports h.Blocking.
+func (h HandlerFuncs) MayBlock() bool { return h.Blocking }
+
+// EchoHandler is a Handler that writes every byte it receives back to the
+// sender: the echo benchmark's server.
+type EchoHandler struct{}
+
+// OnOpen does nothing.
+func (EchoHandler) OnOpen(*CallbackConn) {}
+
+// OnData queues data back to the peer.
+func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.Write(data) }
+
+// OnClose does nothing.
+func (EchoHandler) OnClose(*CallbackConn, error) {}
+
+var _ net.Addr = (*net.TCPAddr)(nil)

@@ -1,0 +1,261 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listen announces on the local address, like net.Listen, for networks
+// "tcp", "tcp4", "tcp6" and "unix". The socket is made by Go's net (address
+// parsing, dual stack, SO_REUSEADDR) and then driven by this runtime's
+// loops; with BackendStd it is Go's listener itself. Errors are
+// *net.OpError as from net.Listen (EADDRINUSE, EACCES, ...).
+func (rt *Runtime) Listen(network, address string) (net.Listener, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	rt.mu.Lock()
+	closed := rt.closed
+	rt.mu.Unlock()
+	if closed {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.ErrClosed}
+	}
+	lc := net.ListenConfig{}
+	gl, err := lc.Listen(context.Background(), network, address)
+	if err != nil {
+		return nil, err
+	}
+	if rt.backend == BackendStd {
+		sl := &stdListener{Listener: gl, rt: rt}
+		rt.mu.Lock()
+		rt.listeners[sl] = struct{}{}
+		rt.mu.Unlock()
+		return sl, nil
+	}
+	fd, family, unlink, err := detachListener(gl)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	l := rt.loops[0]
+	nfd := newNetFD(rt, l, fd, family, network)
+	nfd.unlinkPath = unlink
+	ln := &listener{fd: nfd, rt: rt}
+	nfd.start(true)
+	rt.mu.Lock()
+	rt.listeners[ln] = struct{}{}
+	rt.mu.Unlock()
+	return ln, nil
+}
+
+// detachListener takes a nonblocking duplicate of gl's socket and closes
+// gl (without unlinking a unix socket's file: the runtime's listener owns it).
+func detachListener(gl net.Listener) (fd, family int, unlink string, err error) {
+	var f *os.File
+	switch l := gl.(type) {
+	case *net.TCPListener:
+		f, err = l.File()
+		family = unix.AF_INET6
+		if a, ok := l.Addr().(*net.TCPAddr); ok && a.IP.To4() != nil {
+			family = unix.AF_INET
+		}
+	case *net.UnixListener:
+		l.SetUnlinkOnClose(false)
+		unlink = l.Addr().String()
+		f, err = l.File()
+		family = unix.AF_UNIX
+	default:
+		err = fmt.Errorf("unexpected listener %T", gl)
+	}
+	gl.Close()
+	if err != nil {
+		return -1, 0, "", err
+	}
+	defer f.Close()
+	fd, err = unix.Dup(int(f.Fd()))
+	if err != nil {
+		return -1, 0, "", os.NewSyscallError("dup", err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, 0, "", os.NewSyscallError("setnonblock", err)
+	}
+	return fd, family, unlink, nil
+}
+
+// Dial connects to address, like net.Dial, for "tcp", "tcp4", "tcp6" and
+// "unix". See DialContext.
+func (rt *Runtime) Dial(network, address string) (net.Conn, error) {
+	return rt.DialContext(context.Background(), network, address)
+}
+
+// DialContext connects to address on the named network. The connect is
+// tried nonblocking and its completion awaited by a poll through the loop;
+// ctx bounds name resolution and the connect. Errors are *net.OpError with
+// Op "dial", wrapping e.g. *os.SyscallError{"connect", ECONNREFUSED}, or
+// ctx's error.
+func (rt *Runtime) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if rt.backend == BackendStd {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return rt.trackStd(c), nil
+	}
+	var addrs []net.Addr
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, ipNetwork(network), hostOrLocal(host))
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+		}
+		p, err := net.DefaultResolver.LookupPort(ctx, network, port)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+		}
+		for _, ip := range ips {
+			addrs = append(addrs, &net.TCPAddr{IP: ip.AsSlice(), Port: p, Zone: ip.Zone()})
+		}
+	case "unix":
+		addrs = []net.Addr{&net.UnixAddr{Name: address, Net: "unix"}}
+	default:
+		return nil, &net.OpError{Op: "dial", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	var first error
+	for _, a := range addrs {
+		c, err := rt.dialOne(ctx, network, a)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+func ipNetwork(network string) string {
+	switch network {
+	case "tcp4":
+		return "ip4"
+	case "tcp6":
+		return "ip6"
+	}
+	return "ip"
+}
+
+func hostOrLocal(h string) string {
+	if h == "" {
+		return "localhost"
+	}
+	return h
+}
+
+func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr) (*Conn, error) {
+	var sa unix.Sockaddr
+	family := unix.AF_UNIX
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		if ip4 := a.IP.To4(); ip4 != nil {
+			family = unix.AF_INET
+			s := &unix.SockaddrInet4{Port: a.Port}
+			copy(s.Addr[:], ip4)
+			sa = s
+		} else {
+			family = unix.AF_INET6
+			s := &unix.SockaddrInet6{Port: a.Port}
+			copy(s.Addr[:], a.IP.To16())
+			if a.Zone != "" {
+				if ifi, err := net.InterfaceByName(a.Zone); err == nil {
+					s.ZoneId = uint32(ifi.Index)
+				}
+			}
+			sa = s
+		}
+	case *net.UnixAddr:
+		sa = &unix.SockaddrUnix{Name: a.Name}
+	}
+	opErr := func(err error) error { return &net.OpError{Op: "dial", Net: network, Addr: a, Err: err} }
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, opErr(os.NewSyscallError("socket", err))
+	}
+	if family != unix.AF_UNIX {
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+	l := rt.pickLoop()
+	n := newNetFD(rt, l, fd, family, network)
+	n.dialed = true
+	n.remot = a
+	rt.track(n)
+	err = unix.Connect(fd, sa)
+	if err == unix.EINPROGRESS || err == unix.EAGAIN || err == unix.EINTR {
+		err = rt.waitConnect(ctx, n)
+	}
+	if err != nil {
+		n.close()
+		if ctx.Err() != nil {
+			return nil, opErr(mapCtxErr(ctx.Err()))
+		}
+		if errno, ok := err.(syscall.Errno); ok {
+			return nil, opErr(os.NewSyscallError("connect", errno))
+		}
+		return nil, opErr(err)
+	}
+	n.start(rt.cfg.Pollable == PollHybrid)
+	return &Conn{fd: n}, nil
+}
+
+// waitConnect parks until the nonblocking connect completes (POLLOUT via
+// the loop), then reads SO_ERROR.
+func (rt *Runtime) waitConnect(ctx context.Context, n *netFD) error {
+	if d, ok := ctx.Deadline(); ok {
+		n.wdl.set(d, func() { n.wr.interrupt() })
+	}
+	stop := context.AfterFunc(ctx, func() { n.wdl.expired.Store(true); n.wr.interrupt() })
+	defer stop()
+	defer n.wdl.set(timeZero, nil)
+	for {
+		n.l.post(request{kind: reqArm, op: &n.pollOut})
+		n.wr.wait(n.abortWrite)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n.wdl.expired.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		v, err := unix.GetsockoptInt(n.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return err
+		}
+		switch syscall.Errno(v) {
+		case 0:
+			return nil
+		case syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
+			continue
+		}
+		return syscall.Errno(v)
+	}
+}
+
+func mapCtxErr(err error) error {
+	if err == context.DeadlineExceeded {
+		return os.ErrDeadlineExceeded
+	}
+	return err
+}

@@ -1,0 +1,494 @@
+package runtime
+
+import (
+	"errors"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/netpoll"
+)
+
+// loop owns one ring on one locked OS thread. Other goroutines reach it only
+// through post (an MPSC queue, a mutex-guarded slice swapped whole by the
+// loop) and an eventfd wake that is written only when the loop sleeps.
+type loop struct {
+	id   int
+	rt   *Runtime
+	ring *netpoll.Ring
+	efd  int
+
+	mu       sync.Mutex
+	queue    []request
+	sleeping atomic.Bool
+
+	// loop-owned from here on
+	spare    []request
+	slots    []*op
+	free     []uint32
+	inflight int
+	cqes     []netpoll.CQE
+	wakes    []*pollDesc
+	opWakes  []*op
+	dirty    []*CallbackConn
+	bufRing  *netpoll.BufRing
+	wakeOp   op
+	wakeBuf  [8]byte
+	stopping bool
+	closing  []*netFD // waiting for their ops to finish before close(2)
+	cbConns  map[*CallbackConn]struct{}
+	serving  []*listener
+
+	stats loopStats
+	hist  loopHists
+	done  chan struct{}
+}
+
+// startLoop creates the ring on a new locked OS thread and starts the loop.
+func startLoop(rt *Runtime, id int) (*loop, error) {
+	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
+	errc := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread exits with the loop
+		if err := l.setup(); err != nil {
+			errc <- err
+			close(l.done)
+			return
+		}
+		errc <- nil
+		l.run()
+	}()
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *loop) setup() error {
+	cfg := &l.rt.cfg
+	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
+	if cfg.DisableDeferTaskrun {
+		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag
+	}
+	entries := cfg.RingEntries
+	ring, err := l.rt.newRing(netpoll.Params{Entries: entries, CQEntries: entries * 4, Flags: flags | netpoll.SetupClamp, Fallback: true})
+	if err != nil {
+		return err
+	}
+	l.ring = ring
+	if err := ring.RegisterRingFD(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		l.rt.logger.Debug("register ring fd", "err", err)
+	}
+	if cfg.IOWQMaxWorkers > 0 {
+		if _, _, err := ring.IOWQMaxWorkers(cfg.IOWQMaxWorkers, cfg.IOWQMaxWorkers); err != nil {
+			ring.Close()
+			return err
+		}
+	}
+	if l.rt.useBufRing {
+		br, err := ring.RegisterBufRing(0, uint32(cfg.Buffers), uint32(cfg.BufferSize))
+		if err != nil {
+			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
+		} else {
+			l.bufRing = br
+		}
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		ring.Close()
+		return err
+	}
+	l.efd = efd
+	l.cqes = make([]netpoll.CQE, 256)
+	l.slots = make([]*op, 0, 1024)
+	l.wakeOp = op{kind: opWake, fd: efd}
+	l.wakeOp.buf = l.wakeBuf[:]
+	l.arm(&l.wakeOp)
+	return nil
+}
+
+// post hands a request to the loop from any goroutine.
+func (l *loop) post(r request) {
+	l.mu.Lock()
+	l.queue = append(l.queue, r)
+	l.mu.Unlock()
+	if l.sleeping.Load() && l.sleeping.CompareAndSwap(true, false) {
+		var one = [8]byte{1}
+		unix.Write(l.efd, one[:])
+	}
+}
+
+func (l *loop) queued() bool {
+	l.mu.Lock()
+	n := len(l.queue)
+	l.mu.Unlock()
+	return n > 0
+}
+
+// run is the loop: take queued requests -> prep SQEs -> one enter that
+// submits and waits -> reap all CQEs -> run their completions as one batch
+// -> wake the goroutines of that batch.
+func (l *loop) run() {
+	defer close(l.done)
+	idle := time.Second
+	for {
+		l.drainQueue()
+		l.flushCB()
+		if l.stopping && l.inflight == 0 && len(l.closing) == 0 {
+			l.teardown()
+			return
+		}
+		var minC uint32
+		var timeout, minWait time.Duration
+		if l.ring.CQReady() == 0 {
+			l.sleeping.Store(true)
+			if l.queued() {
+				l.sleeping.Store(false)
+			} else {
+				minC, timeout, minWait = l.waitPolicy(idle)
+			}
+		}
+		if _, err := l.ring.SubmitAndWait(minC, timeout, minWait); err != nil {
+			l.enterError(err)
+		}
+		l.sleeping.Store(false)
+		n := l.reap()
+		if l.rt.metrics {
+			l.publish(n)
+		}
+		if l.flushWakes() {
+			// Let the goroutines this batch released run before the loop
+			// blocks in the kernel again.
+			goruntime.Gosched()
+		}
+	}
+}
+
+// waitPolicy sizes min_complete from what is in flight (batched local
+// task_work: one wake-up per batch), bounded by WaitLatency.
+func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Duration) {
+	cfg := &l.rt.cfg
+	if cfg.WaitBatch == WaitBatchOff || l.inflight < 16 {
+		return 1, idle, 0
+	}
+	want := uint32(min(l.inflight/8, 128))
+	if l.ring.FeatureBits()&netpoll.FeatMinTimeout != 0 {
+		// Wait up to WaitLatency for the batch, then return as soon as one
+		// CQE is there.
+		return want, idle, cfg.WaitLatency
+	}
+	return want, cfg.WaitLatency, 0
+}
+
+func (l *loop) enterError(err error) {
+	var e *netpoll.Error
+	if errors.As(err, &e) && (e.Err == syscall.EAGAIN || e.Err == syscall.EBUSY) {
+		return // reap below frees CQ space; the SQEs are still queued
+	}
+	l.rt.logger.Error("io_uring_enter failed", "loop", l.id, "err", err)
+	time.Sleep(time.Millisecond) // never spin on a persistent error
+}
+
+func (l *loop) drainQueue() {
+	l.mu.Lock()
+	q := l.queue
+	l.queue = l.spare[:0]
+	l.mu.Unlock()
+	for i := range q {
+		l.handle(&q[i])
+		q[i] = request{}
+	}
+	l.spare = q[:0]
+}
+
+func (l *loop) handle(r *request) {
+	switch r.kind {
+	case reqArm:
+		l.arm(r.op)
+	case reqCancel:
+		l.cancelOp(r.op)
+	case reqCloseFD:
+		l.closeFD(r.nfd)
+	case reqRegisterCB:
+		l.registerCB(r.cc)
+	case reqCBWrite:
+		r.cc.queue(r.data)
+	case reqCBClose:
+		r.cc.closeOnLoop(nil)
+	case reqServe:
+		l.startServe(r.ln)
+	case reqStopServe:
+		l.stopServe(r.ln)
+	case reqShutdownCB:
+		l.shutdownCB()
+	case reqFunc:
+		r.fn()
+	case reqStop:
+		l.stop()
+	}
+}
+
+// getSQE returns a free SQE, submitting what is queued when the SQ is full
+// (never dropping a request).
+func (l *loop) getSQE() *netpoll.SQE {
+	for {
+		if sqe := l.ring.GetSQE(); sqe != nil {
+			return sqe
+		}
+		if _, err := l.ring.Submit(); err != nil {
+			l.enterError(err)
+			l.reap()
+			l.flushWakes()
+		}
+	}
+}
+
+func (l *loop) takeSlot(o *op) uint64 {
+	var s uint32
+	if n := len(l.free); n > 0 {
+		s = l.free[n-1]
+		l.free = l.free[:n-1]
+		l.slots[s] = o
+	} else {
+		s = uint32(len(l.slots))
+		l.slots = append(l.slots, o)
+	}
+	o.slot = s
+	o.armed = true
+	o.cancel = false
+	l.inflight++
+	return uint64(s) + 1
+}
+
+func (l *loop) freeSlot(o *op) {
+	l.slots[o.slot] = nil
+	l.free = append(l.free, o.slot)
+	o.armed = false
+	l.inflight--
+}
+
+// arm preps the SQE for o. An op whose deadline already passed, or whose fd
+// is closing, completes at once with ECANCELED instead.
+func (l *loop) arm(o *op) {
+	if o.armed {
+		return
+	}
+	if (o.expired != nil && o.expired.Load()) || (o.nfd != nil && o.nfd.closing.Load()) || l.stopping && o.kind != opWake {
+		o.res, o.flags = -int32(syscall.ECANCELED), 0
+		l.finish(o)
+		return
+	}
+	sqe := l.getSQE()
+	sqe.UserData = l.takeSlot(o)
+	switch o.kind {
+	case opWake:
+		sqe.PrepRead(o.fd, o.buf, ^uint64(0))
+	case opPollIn:
+		sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP, !l.rt.cfg.DisableMultishot)
+	case opPollOut:
+		sqe.PrepPollAdd(o.fd, unix.POLLOUT, false)
+	case opRecv, opCBRecv:
+		l.prepRecv(sqe, o)
+	case opSend, opCBSend:
+		sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+	case opAcceptCB:
+		if l.rt.cfg.DisableMultishot {
+			sqe.PrepAccept(o.fd, nil, nil, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		} else {
+			sqe.PrepAcceptMultishot(o.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		}
+	case opTimer:
+		sqe.PrepTimeout(&o.ts, 0, false)
+	}
+	sqe.Flags |= o.sqeFlags
+	if o.nfd != nil {
+		o.nfd.armed++
+	}
+	if o.cc != nil {
+		o.cc.armed++
+	}
+	if o.kind == opPollIn || o.kind == opPollOut {
+		l.stats.pollArms.Add(1)
+	}
+}
+
+func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
+	if o.kind == opCBRecv && l.bufRing != nil {
+		if l.rt.cfg.DisableMultishot {
+			sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
+		} else {
+			sqe.PrepRecvMultishot(o.fd, l.bufRing.Group(), 0)
+		}
+		return
+	}
+	sqe.PrepRecv(o.fd, o.buf, 0)
+}
+
+func (l *loop) cancelOp(o *op) {
+	if !o.armed || o.cancel {
+		return
+	}
+	o.cancel = true
+	sqe := l.getSQE()
+	sqe.PrepCancel(uint64(o.slot) + 1)
+	sqe.Flags |= netpoll.SQECQESkipSuccess
+}
+
+// reap consumes every ready CQE and completes its op; the goroutines these
+// completions release are collected for flushWakes.
+func (l *loop) reap() int {
+	total := 0
+	for {
+		n, err := l.ring.Reap(l.cqes)
+		if err != nil {
+			l.enterError(err)
+		}
+		for i := 0; i < n; i++ {
+			c := &l.cqes[i]
+			if c.UserData == 0 {
+				continue // a cancel's failure (ENOENT/EALREADY): nothing to do
+			}
+			o := l.slots[c.UserData-1]
+			if o == nil {
+				continue
+			}
+			o.res, o.flags = c.Res, c.Flags
+			if c.Flags&netpoll.CQEFMore == 0 {
+				l.freeSlot(o)
+				if o.nfd != nil {
+					o.nfd.armed--
+				}
+				if o.cc != nil {
+					o.cc.armed--
+				}
+			}
+			l.complete(o)
+		}
+		total += n
+		if n < len(l.cqes) {
+			break
+		}
+	}
+	if l.bufRing != nil && total > 0 {
+		l.bufRing.Commit()
+	}
+	l.finishClosing()
+	if total > 0 {
+		l.hist.observeBatch(total)
+	}
+	return total
+}
+
+// complete runs one completion on the loop.
+func (l *loop) complete(o *op) {
+	switch o.kind {
+	case opWake:
+		if !l.stopping {
+			l.arm(o)
+		}
+	case opPollIn:
+		if o.res >= 0 {
+			l.wakes = append(l.wakes, &o.nfd.rd)
+			if o.res&(unix.POLLERR|unix.POLLHUP) != 0 {
+				l.wakes = append(l.wakes, &o.nfd.wr)
+			}
+		}
+		if !o.armed && o.res != -int32(syscall.ECANCELED) && !o.nfd.closing.Load() {
+			l.arm(o) // multishot ended (or single-shot): re-arm
+		}
+	case opPollOut:
+		l.wakes = append(l.wakes, &o.nfd.wr)
+	case opRecv, opSend:
+		l.finish(o)
+	case opCBRecv:
+		o.cc.onRecv(o)
+	case opCBSend:
+		o.cc.onSend(o)
+	case opAcceptCB:
+		o.ln.onAccept(l, o)
+	case opTimer:
+		o.ln.onTimer(l, o)
+	}
+}
+
+// finish queues the owner of a one-shot op for waking.
+func (l *loop) finish(o *op) {
+	if o.done != nil {
+		l.opWakes = append(l.opWakes, o)
+	}
+}
+
+// flushWakes wakes, together, every goroutine the batch released.
+func (l *loop) flushWakes() bool {
+	woke := false
+	for i, pd := range l.wakes {
+		if pd.notify() {
+			woke = true
+		}
+		l.wakes[i] = nil
+	}
+	l.wakes = l.wakes[:0]
+	for i, o := range l.opWakes {
+		o.done <- struct{}{}
+		woke = true
+		l.opWakes[i] = nil
+	}
+	l.opWakes = l.opWakes[:0]
+	return woke
+}
+
+// closeFD cancels every op on nfd and closes the fd once their CQEs are in.
+func (l *loop) closeFD(nfd *netFD) {
+	if nfd.armed > 0 {
+		sqe := l.getSQE()
+		sqe.PrepCancelFD(nfd.fd, true)
+		sqe.Flags |= netpoll.SQECQESkipSuccess
+		l.closing = append(l.closing, nfd)
+		return
+	}
+	nfd.finalClose()
+}
+
+func (l *loop) finishClosing() {
+	kept := l.closing[:0]
+	for _, nfd := range l.closing {
+		if nfd.armed > 0 {
+			kept = append(kept, nfd)
+			continue
+		}
+		nfd.finalClose()
+	}
+	for i := len(kept); i < len(l.closing); i++ {
+		l.closing[i] = nil
+	}
+	l.closing = kept
+}
+
+// stop begins teardown: cancel every op; run exits once they completed.
+func (l *loop) stop() {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	for cc := range l.cbConns {
+		cc.closeOnLoop(errRuntimeClosed)
+	}
+	for _, ln := range l.serving {
+		l.stopServe(ln)
+	}
+	sqe := l.getSQE()
+	sqe.PrepCancelAll()
+	sqe.Flags |= netpoll.SQECQESkipSuccess
+}
+
+func (l *loop) teardown() {
+	if l.bufRing != nil {
+		l.bufRing.Close()
+	}
+	l.ring.Close()
+	unix.Close(l.efd)
+}

@@ -1,0 +1,167 @@
+package runtime
+
+import (
+	"net"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// netFD is a socket driven by a loop: the shared state of a Conn and a
+// listener. Readers and writers are serialized per direction (rmu, wmu), as
+// in Go's internal/poll.FD.
+type netFD struct {
+	fd      int
+	l       *loop
+	rt      *Runtime
+	net     string
+	family  int
+	closing atomic.Bool
+	refs    atomic.Int32 // goroutines inside a syscall or ring op on fd
+	closed  chan struct{}
+
+	rmu, wmu sync.Mutex
+	rd, wr   pollDesc
+	rdl, wdl deadline
+
+	pollIn, pollOut op // hybrid mode: multishot POLLIN, one-shot POLLOUT
+	rop, wop        op // ring/async modes: the recv/send in flight
+
+	armed int // loop-owned: ops of this fd in flight
+
+	addrMu       sync.Mutex
+	local, remot net.Addr
+	unlinkPath   string // unix listener: socket file to remove at close
+	ln           *listener
+	dialed       bool // from Dial: counted as a connection
+	cb           bool // a callback conn: its loop closes it
+}
+
+func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
+	n := &netFD{fd: fd, l: l, rt: rt, net: network, family: family, closed: make(chan struct{})}
+	n.rd.init()
+	n.wr.init()
+	n.pollIn = op{kind: opPollIn, fd: fd, nfd: n}
+	n.pollOut = op{kind: opPollOut, fd: fd, nfd: n}
+	n.rop = op{kind: opRecv, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.rdl.expired}
+	n.wop = op{kind: opSend, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.wdl.expired}
+	return n
+}
+
+// start arms the multishot POLLIN the hybrid policy parks readers on.
+func (n *netFD) start(hybrid bool) {
+	if hybrid {
+		n.l.post(request{kind: reqArm, op: &n.pollIn})
+	}
+}
+
+func (n *netFD) abortRead() bool  { return n.closing.Load() || n.rdl.expired.Load() }
+func (n *netFD) abortWrite() bool { return n.closing.Load() || n.wdl.expired.Load() }
+
+// incref marks a goroutine as using fd; false when fd is closing.
+func (n *netFD) incref() bool {
+	n.refs.Add(1)
+	if n.closing.Load() {
+		n.refs.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (n *netFD) decref() { n.refs.Add(-1) }
+
+// close implements Close: mark closing, wake parked goroutines, cancel ops
+// in flight, wait until no goroutine uses fd, then let the loop close(2) fd
+// once every CQE of fd is in. It returns when fd is closed.
+func (n *netFD) close() error {
+	if !n.closing.CompareAndSwap(false, true) {
+		return net.ErrClosed
+	}
+	n.rdl.stop()
+	n.wdl.stop()
+	n.rd.interrupt()
+	n.wr.interrupt()
+	n.l.post(request{kind: reqCancel, op: &n.rop})
+	n.l.post(request{kind: reqCancel, op: &n.wop})
+	for n.refs.Load() != 0 {
+		goruntime.Gosched()
+	}
+	n.l.post(request{kind: reqCloseFD, nfd: n})
+	<-n.closed
+	return nil
+}
+
+// finalClose runs on the loop when no op of fd is in flight.
+func (n *netFD) finalClose() {
+	unix.Close(n.fd)
+	if n.unlinkPath != "" {
+		unix.Unlink(n.unlinkPath)
+	}
+	n.rt.untrack(n)
+	close(n.closed)
+}
+
+
+func (n *netFD) laddr() net.Addr {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	if n.local == nil {
+		if sa, err := unix.Getsockname(n.fd); err == nil {
+			n.local = sockaddrToAddr(n.net, sa)
+		}
+	}
+	return n.local
+}
+
+func (n *netFD) raddr() net.Addr {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	if n.remot == nil {
+		if sa, err := unix.Getpeername(n.fd); err == nil {
+			n.remot = sockaddrToAddr(n.net, sa)
+		}
+	}
+	return n.remot
+}
+
+func sockaddrToAddr(network string, sa unix.Sockaddr) net.Addr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)).To16(), Port: sa.Port}
+	case *unix.SockaddrInet6:
+		a := &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)), Port: sa.Port}
+		if sa.ZoneId != 0 {
+			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
+				a.Zone = ifi.Name
+			}
+		}
+		return a
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: sa.Name, Net: network}
+	}
+	return nil
+}
+
+// rawRecv and rawSend are the nonblock tries: one recvfrom/sendto on a
+// nonblocking socket, which never blocks, so they skip the scheduler's
+// syscall hand-off. MSG_NOSIGNAL: a write to a reset peer fails with EPIPE
+// and raises no SIGPIPE.
+func rawRecv(fd int, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), 0
+}
+
+func rawSend(fd int, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), 0
+}

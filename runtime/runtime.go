@@ -1,0 +1,347 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/sched"
+)
+
+// errHandlerPanic closes a callback conn whose handler panicked.
+var errHandlerPanic = errors.New("uringrt: handler panicked")
+
+// Runtime is a set of event loops, each owning one io_uring ring on one
+// locked OS thread, and the listeners and connections they drive. Its
+// methods are safe for concurrent use.
+type Runtime struct {
+	cfg        Config
+	logger     *slog.Logger
+	backend    Backend // effective: BackendUring or BackendStd
+	fallback   string  // why BackendAuto fell back to std
+	features   netpoll.Features
+	loops      []*loop
+	next       atomic.Uint32
+	metrics    bool
+	useBufRing bool
+	pool       sched.Pool
+	newRing    func(netpoll.Params) (*netpoll.Ring, error) // test hook
+
+	mu        sync.Mutex
+	conns     map[*netFD]struct{}
+	listeners map[closer]struct{}
+	stdConns  map[net.Conn]struct{}
+	closed    bool
+	drained   chan struct{} // closed when conns drops to 0 during Shutdown
+
+	acceptErrs  sync.Map // errno name -> *atomic.Uint64
+	panicLogged atomic.Bool
+	panics      atomic.Uint64
+}
+
+type closer interface{ Close() error }
+
+// New starts a runtime: it probes io_uring once and starts cfg.Loops loops
+// (BackendUring/Auto), or none (BackendStd, or Auto without io_uring).
+//
+// With BackendUring it fails with an error wrapping ErrNoIOUring and the
+// setup errno (EPERM under Docker's default seccomp profile or
+// kernel.io_uring_disabled, ENOSYS on kernels without io_uring), naming the
+// fix. With BackendAuto it logs that cause once as a warning and serves
+// through Go's net. Metrics are registered on cfg.Registerer; a
+// registration conflict is returned as an error.
+func New(cfg Config) (*Runtime, error) {
+	return newRuntime(cfg, netpoll.New)
+}
+
+func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error)) (*Runtime, error) {
+	applyDefaults(&cfg)
+	rt := &Runtime{
+		cfg: cfg, logger: cfg.Logger, newRing: newRing,
+		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
+		metrics: cfg.Registerer != nil,
+	}
+	rt.pool = sched.NewFixed(sched.Options{Workers: cfg.Workers, Name: "uringrt", OnPanic: func(v any, _ []byte) { rt.handlerPanic(v) }})
+	rt.backend = BackendStd
+	if cfg.Backend != BackendStd {
+		if err := rt.startLoops(); err != nil {
+			if cfg.Backend == BackendUring {
+				rt.pool.Close(context.Background(), sched.CancelQueued)
+				return nil, err
+			}
+			rt.fallback = err.Error()
+			rt.logger.Warn("io_uring unavailable; serving through Go's net (backend std)", "cause", err)
+		} else {
+			rt.backend = BackendUring
+		}
+	}
+	if cfg.Registerer != nil {
+		if err := rt.registerMetrics(cfg.Registerer); err != nil {
+			rt.Close()
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+func applyDefaults(cfg *Config) {
+	if cfg.Loops <= 0 {
+		cfg.Loops = goruntime.GOMAXPROCS(0)
+	}
+	if cfg.RingEntries == 0 {
+		cfg.RingEntries = DefaultRingEntries
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.WaitLatency <= 0 {
+		cfg.WaitLatency = DefaultWaitLatency
+	}
+	if cfg.MaxWriteBuffer <= 0 {
+		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = DefaultBufferSize
+	}
+	if cfg.Buffers <= 0 || cfg.Buffers&(cfg.Buffers-1) != 0 {
+		cfg.Buffers = DefaultBuffers
+	}
+}
+
+func (rt *Runtime) startLoops() error {
+	f, err := probeWith(rt.newRing)
+	if err != nil {
+		return err
+	}
+	rt.features = f
+	rt.useBufRing = f.BufRing && !rt.cfg.DisableBufRing
+	for i := 0; i < rt.cfg.Loops; i++ {
+		l, err := startLoop(rt, i)
+		if err != nil {
+			rt.stopLoops()
+			return fmt.Errorf("%w: loop %d: %w", ErrNoIOUring, i, err)
+		}
+		rt.loops = append(rt.loops, l)
+	}
+	return nil
+}
+
+// probeWith checks that a ring can be set up (through the test hook) and
+// probes the kernel's features.
+func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error)) (netpoll.Features, error) {
+	r, err := newRing(netpoll.Params{Entries: 4})
+	if err != nil {
+		return netpoll.Features{}, fmt.Errorf("%w: %w", ErrNoIOUring, err)
+	}
+	r.Close()
+	return netpoll.ProbeFeatures()
+}
+
+// Backend returns the backend in use: BackendUring, or BackendStd (asked
+// for, or BackendAuto's fallback).
+func (rt *Runtime) Backend() Backend { return rt.backend }
+
+// FallbackReason returns why BackendAuto fell back to Go's net, or "".
+func (rt *Runtime) FallbackReason() string { return rt.fallback }
+
+// Features returns the io_uring features probed at New (zero with
+// BackendStd).
+func (rt *Runtime) Features() netpoll.Features { return rt.features }
+
+// Config returns the configuration in force, defaults filled in.
+func (rt *Runtime) Config() Config { return rt.cfg }
+
+func (rt *Runtime) pickLoop() *loop {
+	return rt.loops[int(rt.next.Add(1)-1)%len(rt.loops)]
+}
+
+func (rt *Runtime) track(n *netFD) {
+	rt.mu.Lock()
+	rt.conns[n] = struct{}{}
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) untrack(n *netFD) {
+	rt.mu.Lock()
+	if _, ok := rt.conns[n]; ok {
+		delete(rt.conns, n)
+		if n.ln != nil {
+			n.ln.active.Add(-1)
+			n.l.stats.closed.Add(1)
+		}
+	}
+	if rt.drained != nil && rt.connCountLocked() == 0 {
+		close(rt.drained)
+		rt.drained = nil
+	}
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) connCountLocked() int {
+	n := len(rt.stdConns)
+	for fd := range rt.conns {
+		if fd.ln != nil || fd.dialed {
+			n++
+		}
+	}
+	return n
+}
+
+func (rt *Runtime) handlerPanic(v any) {
+	rt.panics.Add(1)
+	if rt.panicLogged.CompareAndSwap(false, true) {
+		rt.logger.Error("handler panicked; its connection is closed (logged once)", "panic", fmt.Sprint(v))
+	}
+}
+
+func (rt *Runtime) countAcceptError(errno syscall.Errno) {
+	if !rt.metrics {
+		return
+	}
+	v, _ := rt.acceptErrs.LoadOrStore(errnoName(errno), new(atomic.Uint64))
+	v.(*atomic.Uint64).Add(1)
+}
+
+// Serve runs the callback API on ln, a listener from this runtime's Listen:
+// it accepts with a multishot accept on ln's loop and serves each
+// connection with h (see Handler). It blocks until ln is closed or the
+// runtime shuts down, then returns nil. With BackendStd it serves with a
+// goroutine per connection. ln from elsewhere is an error.
+func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
+	switch l := ln.(type) {
+	case *listener:
+		if l.rt != rt {
+			return errors.New("uringrt: Serve: listener belongs to another runtime")
+		}
+		done := make(chan error)
+		l.h = h
+		l.served = make(chan error)
+		served := l.served
+		l.fd.l.post(request{kind: reqServe, ln: l})
+		_ = done
+		<-served
+		return nil
+	case *stdListener:
+		return rt.serveStd(l, h)
+	}
+	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
+}
+
+// Shutdown stops accepting, asks connections to finish and waits for them,
+// then closes the runtime. Callback connections stop reading and close once
+// their queued output is sent; net.Conn connections get a read deadline of
+// now, so a handler blocked in Read returns and closes. If ctx ends first,
+// everything still open is closed and ctx.Err() is returned.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	lns := make([]closer, 0, len(rt.listeners))
+	for ln := range rt.listeners {
+		lns = append(lns, ln)
+	}
+	rt.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, l := range rt.loops {
+		l.post(request{kind: reqShutdownCB})
+	}
+	rt.mu.Lock()
+	var wait chan struct{}
+	if rt.connCountLocked() > 0 {
+		wait = make(chan struct{})
+		rt.drained = wait
+	}
+	conns := make([]*netFD, 0, len(rt.conns))
+	for fd := range rt.conns {
+		conns = append(conns, fd)
+	}
+	stds := make([]net.Conn, 0, len(rt.stdConns))
+	for c := range rt.stdConns {
+		stds = append(stds, c)
+	}
+	rt.mu.Unlock()
+	now := time.Now()
+	for _, fd := range conns {
+		(&Conn{fd: fd}).SetReadDeadline(now)
+	}
+	for _, c := range stds {
+		c.SetReadDeadline(now)
+	}
+	var err error
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if cerr := rt.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every listener and connection, cancels everything in flight,
+// waits for those CQEs, and releases the rings and workers. It is
+// idempotent.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	lns := make([]closer, 0, len(rt.listeners))
+	for ln := range rt.listeners {
+		lns = append(lns, ln)
+	}
+	conns := make([]*netFD, 0, len(rt.conns))
+	for fd := range rt.conns {
+		conns = append(conns, fd)
+	}
+	stds := make([]net.Conn, 0, len(rt.stdConns))
+	for c := range rt.stdConns {
+		stds = append(stds, c)
+	}
+	rt.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, c := range stds {
+		c.Close()
+	}
+	for _, fd := range conns {
+		if fd.cb {
+			continue // a callback conn: its loop closes it
+		}
+		fd.close()
+	}
+	rt.stopLoops()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return rt.pool.Close(ctx, sched.CancelQueued)
+}
+
+func (rt *Runtime) stopLoops() {
+	for _, l := range rt.loops {
+		l.post(request{kind: reqStop})
+	}
+	for _, l := range rt.loops {
+		<-l.done
+	}
+}

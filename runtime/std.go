@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+var timeZero time.Time
+
+// stdListener is BackendStd's listener: Go's own, counting connections so
+// Shutdown and Close reach them.
+type stdListener struct {
+	net.Listener
+	rt     *Runtime
+	served sync.WaitGroup
+}
+
+// Accept accepts through Go's net and applies Config.MaxConns.
+func (l *stdListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if max := l.rt.cfg.MaxConns; max > 0 && l.rt.stdCount() >= max {
+			c.Close()
+			continue
+		}
+		return l.rt.trackStd(c), nil
+	}
+}
+
+// Close closes Go's listener and forgets it.
+func (l *stdListener) Close() error {
+	l.rt.mu.Lock()
+	delete(l.rt.listeners, l)
+	l.rt.mu.Unlock()
+	return l.Listener.Close()
+}
+
+func (rt *Runtime) stdCount() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.stdConns)
+}
+
+// stdConn is a Go net.Conn that leaves the runtime's set when closed.
+type stdConn struct {
+	net.Conn
+	rt   *Runtime
+	once sync.Once
+}
+
+func (rt *Runtime) trackStd(c net.Conn) net.Conn {
+	sc := &stdConn{Conn: c, rt: rt}
+	rt.mu.Lock()
+	rt.stdConns[sc] = struct{}{}
+	rt.mu.Unlock()
+	return sc
+}
+
+// Close closes the connection and forgets it.
+func (c *stdConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		rt := c.rt
+		rt.mu.Lock()
+		delete(rt.stdConns, c)
+		if rt.drained != nil && rt.connCountLocked() == 0 {
+			close(rt.drained)
+			rt.drained = nil
+		}
+		rt.mu.Unlock()
+	})
+	return err
+}
+
+// CloseWrite shuts down the writing side, as *net.TCPConn does.
+func (c *stdConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("uringrt: CloseWrite unsupported on " + c.Conn.LocalAddr().Network())
+}
+
+// CloseRead shuts down the reading side, as *net.TCPConn does.
+func (c *stdConn) CloseRead() error {
+	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		return cr.CloseRead()
+	}
+	return errors.New("uringrt: CloseRead unsupported on " + c.Conn.LocalAddr().Network())
+}
+
+// serveStd runs the callback API over Go's net: a goroutine per connection
+// reads into a buffer and calls h; Write writes through.
+func (rt *Runtime) serveStd(ln *stdListener, h Handler) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				ln.served.Wait()
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(5 * time.Millisecond) // EMFILE and friends: back off
+			continue
+		}
+		ln.served.Add(1)
+		go func() {
+			defer ln.served.Done()
+			rt.serveStdConn(c, h)
+		}()
+	}
+}
+
+func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
+	cc := &CallbackConn{std: c, h: h}
+	var closeErr error
+	defer func() {
+		if v := recover(); v != nil {
+			rt.handlerPanic(v)
+			closeErr = errHandlerPanic
+		}
+		c.Close()
+		h.OnClose(cc, closeErr)
+	}()
+	h.OnOpen(cc)
+	buf := make([]byte, rt.cfg.BufferSize)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			h.OnData(cc, buf[:n])
+		}
+		if err != nil {
+			if err != io.EOF && !errors.Is(err, net.ErrClosed) {
+				closeErr = err
+			} else if err == io.EOF {
+				closeErr = io.EOF
+			}
+			return
+		}
+	}
+}
