@@ -5,7 +5,6 @@ import (
 	"net"
 	"sync"
 	"syscall"
-
 )
 
 // CallbackConn is a connection served by the callback API (Runtime.Serve).
@@ -353,4 +352,3 @@ func (l *loop) shutdownCB() {
 		c.closeOnLoop(nil)
 	}
 }
-

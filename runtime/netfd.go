@@ -105,7 +105,6 @@ func (n *netFD) finalClose() {
 	close(n.closed)
 }
 
-
 func (n *netFD) laddr() net.Addr {
 	n.addrMu.Lock()
 	defer n.addrMu.Unlock()

@@ -11,15 +11,15 @@ import (
 type opKind uint8
 
 const (
-	opWake       opKind = iota + 1 // read of the loop's eventfd
-	opPollIn                       // multishot POLLIN on a netFD (hybrid mode)
-	opPollOut                      // one-shot POLLOUT on a netFD (hybrid mode)
-	opRecv                         // recv into the caller's buffer (ring/async modes)
-	opSend                         // send of the caller's buffer (ring/async modes)
-	opCBRecv                       // multishot (or single) recv for a callback conn
-	opCBSend                       // send of a callback conn's queued output
-	opAcceptCB                     // multishot accept for Serve
-	opTimer                        // accept back-off timer
+	opWake     opKind = iota + 1 // read of the loop's eventfd
+	opPollIn                     // multishot POLLIN on a netFD (hybrid mode)
+	opPollOut                    // one-shot POLLOUT on a netFD (hybrid mode)
+	opRecv                       // recv into the caller's buffer (ring/async modes)
+	opSend                       // send of the caller's buffer (ring/async modes)
+	opCBRecv                     // multishot (or single) recv for a callback conn
+	opCBSend                     // send of a callback conn's queued output
+	opAcceptCB                   // multishot accept for Serve
+	opTimer                      // accept back-off timer
 )
 
 // op is one request the loop has (or will have) in flight. The lifecycle
@@ -44,11 +44,11 @@ type op struct {
 	buf      []byte
 	res      int32
 	flags    uint32
-	nfd      *netFD      // opPollIn/opPollOut/opRecv/opSend
+	nfd      *netFD        // opPollIn/opPollOut/opRecv/opSend
 	cc       *CallbackConn // opCBRecv/opCBSend
-	ln       *listener   // opAcceptCB
+	ln       *listener     // opAcceptCB
 	done     chan struct{}
-	expired  *atomic.Bool // deadline passed: complete with ECANCELED instead of arming
+	expired  *atomic.Bool     // deadline passed: complete with ECANCELED instead of arming
 	ts       netpoll.Timespec // opTimer's timespec
 }
 
@@ -63,17 +63,17 @@ func (o *op) bufPtr() unsafe.Pointer {
 type reqKind uint8
 
 const (
-	reqArm         reqKind = iota + 1 // arm op
-	reqCancel                         // cancel op if armed
-	reqCloseFD                        // cancel every op on nfd, close its fd when they are done
-	reqRegisterCB                     // take a callback conn into the loop
-	reqCBWrite                        // queue bytes on a callback conn (from off the loop)
-	reqCBClose                        // close a callback conn (from off the loop)
-	reqServe                          // start accepting for Serve
-	reqStopServe                      // stop accepting for Serve
-	reqShutdownCB                     // stop reading callback conns, close them when drained
-	reqFunc                           // run fn on the loop
-	reqStop                           // cancel everything and exit
+	reqArm        reqKind = iota + 1 // arm op
+	reqCancel                        // cancel op if armed
+	reqCloseFD                       // cancel every op on nfd, close its fd when they are done
+	reqRegisterCB                    // take a callback conn into the loop
+	reqCBWrite                       // queue bytes on a callback conn (from off the loop)
+	reqCBClose                       // close a callback conn (from off the loop)
+	reqServe                         // start accepting for Serve
+	reqStopServe                     // stop accepting for Serve
+	reqShutdownCB                    // stop reading callback conns, close them when drained
+	reqFunc                          // run fn on the loop
+	reqStop                          // cancel everything and exit
 )
 
 type request struct {
