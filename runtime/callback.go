@@ -18,18 +18,19 @@ type CallbackConn struct {
 	l  *loop
 
 	// loop-owned
-	recvOp   op
-	sendOp   op
-	out      []byte // queued, not yet submitted
-	sending  []byte // submitted (the kernel's until its CQE)
-	sent     int
-	dirty    bool
-	paused   bool // output over MaxWriteBuffer: not reading
-	closing  bool
-	closeErr error
-	armed    int
-	ownBuf   []byte // single-shot recv buffer when there is no buffer ring
-	blocking bool
+	recvOp    op
+	sendOp    op
+	out       []byte // queued, not yet submitted
+	sending   []byte // submitted (the kernel's until its CQE)
+	sent      int
+	dirty     bool
+	paused    bool // output over MaxWriteBuffer: not reading
+	closing   bool
+	finalized bool
+	closeErr  error
+	armed     int
+	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
+	blocking  bool
 
 	// std backend
 	std   net.Conn
@@ -318,6 +319,9 @@ func (c *CallbackConn) fail(err error) {
 
 // maybeFinalize closes the fd once closing, output drained and no op armed.
 func (c *CallbackConn) maybeFinalize() {
+	if c.finalized {
+		return
+	}
 	if !c.closing || c.armed > 0 || len(c.out) > 0 && !c.l.stopping {
 		if c.closing && len(c.out) > 0 && !c.sendOp.armed && !c.dirty {
 			c.dirty = true
@@ -326,6 +330,7 @@ func (c *CallbackConn) maybeFinalize() {
 		return
 	}
 	l := c.l
+	c.finalized = true
 	delete(l.cbConns, c)
 	c.fd.closing.Store(true)
 	l.closeFD(c.fd)

@@ -1,0 +1,223 @@
+// Command echo-server is uringrt's benchmark server: it echoes every byte it
+// receives, through the net.Conn API (a goroutine per connection) or the
+// callback API, on io_uring or on Go's net, and serves Prometheus metrics.
+//
+//	echo-server -addr 127.0.0.1:7777 -api callback -metrics-addr 127.0.0.1:9100
+//
+// SIGINT or SIGTERM shut it down gracefully within 5 s (exit 0). A bad flag
+// or an address in use is one line on stderr and exit 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/netpoll"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+type options struct {
+	addr, api, backend, pollable, metricsAddr, batch string
+	loops, workers, maxConns                         int
+	iowqMax                                          uint
+	waitLatency                                      time.Duration
+	showVersion                                      bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, int) {
+	var o options
+	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address (host:port, or a path with -network unix)")
+	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
+	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
+	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
+	fs.StringVar(&o.batch, "batch", "on", "batched waiting for completions: on or off")
+	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
+	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
+	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
+	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on open connections (0 = none)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9100", "address serving /metrics (empty disables)")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return o, 0
+		}
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return o, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "echo-server: unexpected argument %q\n", fs.Arg(0))
+		return o, 2
+	}
+	if o.api != "conn" && o.api != "callback" {
+		fmt.Fprintf(stderr, "echo-server: -api must be conn or callback, not %q\n", o.api)
+		return o, 2
+	}
+	if o.batch != "on" && o.batch != "off" {
+		fmt.Fprintf(stderr, "echo-server: -batch must be on or off, not %q\n", o.batch)
+		return o, 2
+	}
+	return o, -1
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, code := parseFlags(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	backend, err := uringrt.ParseBackend(o.backend)
+	if err != nil {
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return 2
+	}
+	pollable, err := uringrt.ParsePollable(o.pollable)
+	if err != nil {
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return 2
+	}
+	if o.showVersion {
+		fmt.Fprintf(stdout, "echo-server %s\n", version)
+		f, err := netpoll.ProbeFeatures()
+		if err != nil {
+			fmt.Fprintf(stdout, "io_uring: unavailable: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "io_uring: %v\n", f)
+		}
+		return 0
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := uringrt.Config{
+		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
+		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
+		WaitLatency: o.waitLatency,
+	}
+	if o.batch == "off" {
+		cfg.WaitBatch = uringrt.WaitBatchOff
+	}
+	if o.metricsAddr != "" {
+		cfg.Registerer = reg
+	}
+	rt, err := uringrt.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return 1
+	}
+	network := "tcp"
+	if len(o.addr) > 0 && (o.addr[0] == '/' || o.addr[0] == '.') {
+		network = "unix"
+	}
+	ln, err := rt.Listen(network, o.addr)
+	if err != nil {
+		rt.Close()
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return 2
+	}
+	var msrv *http.Server
+	if o.metricsAddr != "" {
+		mln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			ln.Close()
+			rt.Close()
+			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
+			return 2
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go msrv.Serve(mln)
+	}
+	logger.Info("echo-server listening", "addr", ln.Addr().String(), "api", o.api, "backend", rt.Backend().String(),
+		"pollable", pollable.String(), "batch", o.batch, "loops", rt.Config().Loops, "metrics", o.metricsAddr, "version", version)
+
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if o.api == "callback" {
+			rt.Serve(ln, uringrt.EchoHandler{})
+			return
+		}
+		acceptLoop(ln, logger)
+	}()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rt.Shutdown(ctx); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	<-served
+	if msrv != nil {
+		msrv.Shutdown(ctx)
+	}
+	return 0
+}
+
+// acceptLoop serves the net.Conn API: a goroutine per connection copying
+// what it reads back, backing off on temporary accept errors as net/http.
+func acceptLoop(ln net.Listener, logger *slog.Logger) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			logger.Warn("accept", "err", err, "backoff", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		go echo(c)
+	}
+}
+
+func echo(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
