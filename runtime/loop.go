@@ -27,21 +27,22 @@ type loop struct {
 	sleeping atomic.Bool
 
 	// loop-owned from here on
-	spare    []request
-	slots    []*op
-	free     []uint32
-	inflight int
-	cqes     []netpoll.CQE
-	wakes    []*pollDesc
-	opWakes  []*op
-	dirty    []*CallbackConn
-	bufRing  *netpoll.BufRing
-	wakeOp   op
-	wakeBuf  [8]byte
-	stopping bool
-	closing  []*netFD // waiting for their ops to finish before close(2)
-	cbConns  map[*CallbackConn]struct{}
-	serving  []*listener
+	spare      []request
+	slots      []*op
+	free       []uint32
+	inflight   int
+	cqes       []netpoll.CQE
+	wakes      []*pollDesc
+	opWakes    []*op
+	dirty      []*CallbackConn
+	bufRing    *netpoll.BufRing
+	wakeOp     op
+	wakeBuf    [8]byte
+	stopping   bool
+	batchAvg16 int      // EWMA of CQEs per wake-up, in sixteenths
+	closing    []*netFD // waiting for their ops to finish before close(2)
+	cbConns    map[*CallbackConn]struct{}
+	serving    []*listener
 
 	stats loopStats
 	hist  loopHists
@@ -157,6 +158,9 @@ func (l *loop) run() {
 		}
 		l.sleeping.Store(false)
 		n := l.reap()
+		if minC > 0 {
+			l.noteBatch(n)
+		}
 		if l.rt.metrics {
 			l.publish(n)
 		}
@@ -168,20 +172,31 @@ func (l *loop) run() {
 	}
 }
 
-// waitPolicy sizes min_complete from what is in flight (batched local
-// task_work: one wake-up per batch), bounded by WaitLatency.
+// waitPolicy sizes min_complete for the next wait (batched local
+// task_work: the loop is woken once per batch, not once per completion).
+// The batch asked for is twice the recent average batch (an EWMA of CQEs
+// per wake-up), so it grows under load until WaitLatency bounds it; at low
+// load (average below 2) the loop waits for a single CQE and adds no
+// latency. With the kernel's min-wait (6.12+) the wait returns after
+// WaitLatency as soon as one CQE is ready; before that, WaitLatency is the
+// wait's timeout.
 func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Duration) {
 	cfg := &l.rt.cfg
-	if cfg.WaitBatch == WaitBatchOff || l.inflight < 16 {
+	avg := l.batchAvg16 / 16
+	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < 2 {
 		return 1, idle, 0
 	}
-	want := uint32(min(l.inflight/8, 128))
+	want := uint32(min(2*avg, l.inflight, 256))
 	if l.ring.FeatureBits()&netpoll.FeatMinTimeout != 0 {
-		// Wait up to WaitLatency for the batch, then return as soon as one
-		// CQE is there.
 		return want, idle, cfg.WaitLatency
 	}
 	return want, cfg.WaitLatency, 0
+}
+
+// noteBatch folds the CQEs of one wake-up into the EWMA (weight 1/8, in
+// sixteenths).
+func (l *loop) noteBatch(n int) {
+	l.batchAvg16 += (n*16 - l.batchAvg16) / 8
 }
 
 func (l *loop) enterError(err error) {
