@@ -1,0 +1,99 @@
+package netpoll
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func threadVoluntarySwitches(t *testing.T) int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Nvcsw
+}
+
+// TestDeferTaskrunBatchedWake shows batched local task_work: on a
+// DEFER_TASKRUN ring, a thread waiting with min_complete=N for N recvs whose
+// data arrives one by one is woken once, not once per completion; waiting
+// for one CQE at a time costs a wake-up per completion.
+func TestDeferTaskrunBatchedWake(t *testing.T) {
+	const n = 24
+	run := func(batched bool) int64 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r, err := New(Params{Entries: 64, Flags: SetupSingleIssuer | SetupDeferTaskrun})
+		if err != nil {
+			t.Skipf("no DEFER_TASKRUN: %v", err)
+		}
+		defer r.Close()
+		peers := make([]int, n)
+		bufs := make([][]byte, n)
+		for i := range peers {
+			a, b := tcpPair(t)
+			peers[i] = a
+			bufs[i] = make([]byte, 8)
+			r.GetSQE().SetUserData(uint64(i + 1)).PrepRecv(b, bufs[i], 0)
+		}
+		if _, err := r.Submit(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for _, p := range peers {
+				time.Sleep(time.Millisecond)
+				unix.Write(p, []byte("x"))
+			}
+		}()
+		before := threadVoluntarySwitches(t)
+		got := 0
+		var cqes [n]CQE
+		deadline := time.Now().Add(5 * time.Second)
+		for got < n && time.Now().Before(deadline) {
+			want := uint32(1)
+			if batched {
+				want = uint32(n - got)
+			}
+			if _, err := r.SubmitAndWait(want, time.Second, 0); err != nil {
+				t.Fatal(err)
+			}
+			k, _ := r.Reap(cqes[:])
+			got += k
+		}
+		if got != n {
+			t.Fatalf("reaped %d of %d", got, n)
+		}
+		return threadVoluntarySwitches(t) - before
+	}
+	batched := run(true)
+	single := run(false)
+	t.Logf("voluntary context switches for %d completions: batched %d, one at a time %d", n, batched, single)
+	if batched > 3 {
+		t.Errorf("batched wait woke %d times for %d completions, want about 1", batched, n)
+	}
+	if single < n/2 {
+		t.Errorf("waiting one at a time woke only %d times: the test did not spread completions", single)
+	}
+}
+
+// TestSQPoll drives a ring whose SQ is consumed by the kernel's SQPOLL
+// thread: submits need no enter while it is awake.
+func TestSQPoll(t *testing.T) {
+	r, err := New(Params{Entries: 8, Flags: SetupSQPoll, SQThreadIdle: 10 * time.Millisecond})
+	if err != nil {
+		t.Skipf("SQPOLL unavailable: %v", err)
+	}
+	defer r.Close()
+	for i := 0; i < 20; i++ {
+		r.GetSQE().SetUserData(uint64(i)).PrepNop()
+		c := waitOne(t, r)
+		if c.UserData != uint64(i) || c.Res != 0 {
+			t.Fatalf("CQE %+v", c)
+		}
+		if i == 10 {
+			time.Sleep(30 * time.Millisecond) // let the SQPOLL thread sleep: needs a wakeup
+		}
+	}
+}
