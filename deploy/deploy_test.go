@@ -10,10 +10,11 @@ import (
 
 // knownMetrics is every metric family the uringrt runtime exposes (DESIGN.md,
 // Metrics), without the Go and process collectors. The dashboard may query
-// only these. This list is fixed by hand; the runtime package's test
-// TestDashboardMetricsExist calls DashboardMetricNames and checks the same
-// names against a live prometheus.Registry, so a rename on either side fails
-// a test.
+// only these. This list is fixed by hand; TestKnownMetricsAreLive
+// (live_test.go) holds it equal, names and types, to what a live runtime
+// registers, and the runtime package's test TestDashboardMetricsExist calls
+// DashboardMetricNames and checks the same names against a live
+// prometheus.Registry, so a rename on either side fails a test.
 var knownMetrics = map[string]string{
 	// counters
 	"uringrt_sqes_submitted_total":           "counter",
@@ -35,6 +36,7 @@ var knownMetrics = map[string]string{
 	"uringrt_worker_works_cancelled_total":   "counter",
 	"uringrt_worker_panics_total":            "counter",
 	"uringrt_worker_batches_total":           "counter",
+	"uringrt_handler_panics_total":           "counter",
 	// gauges
 	"uringrt_connections_active": "gauge",
 	"uringrt_worker_queue_depth": "gauge",
@@ -105,6 +107,8 @@ func TestDashboardCoversMetrics(t *testing.T) {
 		"uringrt_pollable_requests_total", "uringrt_sq_full_total", "uringrt_cq_overflows_total",
 		"uringrt_buffer_ring_exhausted_total", "uringrt_worker_queue_depth",
 		"uringrt_worker_works_run_total", "uringrt_backend_info",
+		"uringrt_accept_errors_total", "uringrt_poll_arms_total", "uringrt_sqes_submitted_total",
+		"uringrt_blocking_queue_wait_seconds", "uringrt_handler_panics_total",
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("dashboard has no query on %s", want)

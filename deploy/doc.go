@@ -10,4 +10,6 @@
 //	seccomp-io_uring.json  ->  deploy_test.go: parses, default deny, io_uring_* allowed
 //	grafana/uringrt.json   ->  DashboardMetricNames  ->  deploy_test.go (fixed list)
 //	                                               \->  runtime tests (live registry)
+//	fixed list (knownMetrics)  ->  live_test.go: equal to a live runtime's families
+//	scripts/prom-scrape.sh     ->  promscrape_test.go: a real Prometheus scrapes the echo-server
 package deploy

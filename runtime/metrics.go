@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"math"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -17,19 +16,19 @@ import (
 // goroutines of that loop's connections) and read by the collector at
 // scrape time; nothing is shared across loops.
 type loopStats struct {
-	_                             [64]byte
-	sqes, cqes, enters            atomic.Uint64
-	cqOverflows, sqFull           atomic.Uint64
-	pollArms                      atomic.Uint64
-	enobufs                       atomic.Uint64
-	accepted, closed, rejected    atomic.Uint64
-	readBytes, writtenBytes       atomic.Uint64
-	readInline, readPolled        atomic.Uint64
-	writeInline, writePolled      atomic.Uint64
-	acceptPollArmed               atomic.Uint64
-	inflight                      atomic.Int64
-	blockingWaitNs, blockingWaits atomic.Uint64
-	_                             [64]byte
+	_                          [64]byte
+	sqes, cqes, enters         atomic.Uint64
+	cqOverflows, sqFull        atomic.Uint64
+	pollArms                   atomic.Uint64
+	enobufs                    atomic.Uint64
+	accepted, closed, rejected atomic.Uint64
+	readBytes, writtenBytes    atomic.Uint64
+	readInline, readPolled     atomic.Uint64
+	writeInline, writePolled   atomic.Uint64
+	acceptPollArmed            atomic.Uint64
+	inflight                   atomic.Int64
+	blockingWait               durHist
+	_                          [64]byte
 }
 
 // hist is a histogram with power-of-two buckets 1, 2, 4, ... 1024, written
@@ -37,7 +36,6 @@ type loopStats struct {
 type hist struct {
 	buckets [12]atomic.Uint64 // last: +Inf
 	sum     atomic.Uint64
-	count   atomic.Uint64
 }
 
 func (h *hist) observe(v int) {
@@ -47,9 +45,10 @@ func (h *hist) observe(v int) {
 	}
 	h.buckets[i].Add(1)
 	h.sum.Add(uint64(v))
-	h.count.Add(1)
 }
 
+// constHistogram reads h. The count is the sum of the buckets, so the
+// cumulative buckets never exceed it even while the owner observes.
 func (h *hist) constHistogram(desc *prometheus.Desc, labels ...string) prometheus.Metric {
 	b := make(map[float64]uint64, 11)
 	var cum uint64
@@ -57,7 +56,55 @@ func (h *hist) constHistogram(desc *prometheus.Desc, labels ...string) prometheu
 		cum += h.buckets[i].Load()
 		b[float64(int(1)<<i)] = cum
 	}
-	return prometheus.MustNewConstHistogram(desc, h.count.Load(), float64(h.sum.Load()), b, labels...)
+	count := cum + h.buckets[11].Load()
+	return prometheus.MustNewConstHistogram(desc, count, float64(h.sum.Load()), b, labels...)
+}
+
+// durBounds are the upper bounds of durHist's buckets in nanoseconds:
+// 1 µs to 1 s in 1-2.5-5 steps.
+var durBounds = [...]int64{
+	1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5,
+	1e6, 2.5e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9,
+}
+
+// durHist is a histogram of durations with durBounds buckets (exported in
+// seconds). It lives in one loop's stats: its writers are the goroutines
+// of that loop's connections (or the workers serving them), never every
+// goroutine of the process, and it is read at scrape time.
+type durHist struct {
+	buckets [len(durBounds) + 1]atomic.Uint64 // last: +Inf
+	sumNs   atomic.Uint64
+}
+
+func (h *durHist) observe(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	i := 0
+	for i < len(durBounds) && int64(d) > durBounds[i] {
+		i++
+	}
+	h.buckets[i].Add(1)
+	h.sumNs.Add(uint64(d))
+}
+
+// addTo adds h's bucket counts (not cumulative; last is +Inf) and sum.
+func (h *durHist) addTo(buckets *[len(durBounds) + 1]uint64, sumNs *uint64) {
+	for i := range h.buckets {
+		buckets[i] += h.buckets[i].Load()
+	}
+	*sumNs += h.sumNs.Load()
+}
+
+func durConstHistogram(desc *prometheus.Desc, buckets *[len(durBounds) + 1]uint64, sumNs uint64) prometheus.Metric {
+	b := make(map[float64]uint64, len(durBounds))
+	var cum uint64
+	for i, ub := range durBounds {
+		cum += buckets[i]
+		b[float64(ub)/1e9] = cum
+	}
+	count := cum + buckets[len(durBounds)]
+	return prometheus.MustNewConstHistogram(desc, count, float64(sumNs)/1e9, b)
 }
 
 type loopHists struct {
@@ -108,8 +155,7 @@ func (l *loop) observeBlockingWait(d time.Duration) {
 	if !l.rt.metrics {
 		return
 	}
-	l.stats.blockingWaitNs.Add(uint64(d))
-	l.stats.blockingWaits.Add(1)
+	l.stats.blockingWait.observe(d)
 }
 
 func errnoName(e syscall.Errno) string {
@@ -141,12 +187,17 @@ var (
 	dInflight  = desc("inflight_ops", "Requests the loop has in flight in its ring.", "loop")
 	dCPE       = desc("cqes_per_enter", "CQEs ready after each loop wake-up (io_uring_enter with GETEVENTS).", "loop")
 	dBatch     = desc("taskwork_batch_size", "Completions run as one batch on the loop.", "loop")
-	dBlockWait = desc("blocking_queue_wait_seconds", "Time PollBlocking operations waited for a worker, summed (histogram-free: _sum and _count).")
+	dBlockWait = desc("blocking_queue_wait_seconds", "Time PollBlocking operations waited in the fixed pool's queue for a worker.")
 	dCtxsw     = desc("process_context_switches_total", "Context switches of the process (getrusage), by kind: voluntary or involuntary.", "kind")
 	dAcceptErr = desc("accept_errors_total", "accept(2) failures by errno.", "errno")
 	dInfo      = desc("backend_info", "The backend in use (1): backend uring or std, kernel release, ring setup flags.", "backend", "kernel", "setup_flags")
 	dPanics    = desc("handler_panics_total", "Callback handler panics recovered (each closed its connection).")
 )
+
+// acceptErrnos are the accept(2) failures an operator alerts on (out of
+// descriptors or memory); they are exported at 0 before the first one so
+// that the family exists and rate() works from the start.
+var acceptErrnos = []syscall.Errno{unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM}
 
 type collector struct{ rt *Runtime }
 
@@ -175,7 +226,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dSQFull, s.sqFull.Load(), id)
 		counter(dPollArms, s.pollArms.Load(), id)
 		counter(dENOBUFS, s.enobufs.Load(), id)
-		acc, cl := s.accepted.Load(), s.closed.Load()
+		// closed first: a connection is counted accepted before closed,
+		// so active (accepted - closed) never reads negative.
+		cl := s.closed.Load()
+		acc := s.accepted.Load()
 		counter(dAccepted, acc, id)
 		counter(dClosed, cl, id)
 		counter(dRejected, s.rejected.Load(), id)
@@ -191,21 +245,30 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- l.hist.cqesPerEnter.constHistogram(dCPE, id)
 		ch <- l.hist.batch.constHistogram(dBatch, id)
 	}
-	var waits, waitNs uint64
+	var waitBuckets [len(durBounds) + 1]uint64
+	var waitNs uint64
 	for _, l := range rt.loops {
-		waits += l.stats.blockingWaits.Load()
-		waitNs += l.stats.blockingWaitNs.Load()
+		l.stats.blockingWait.addTo(&waitBuckets, &waitNs)
 	}
-	ch <- prometheus.MustNewConstSummary(dBlockWait, waits, float64(waitNs)/1e9, nil)
+	ch <- durConstHistogram(dBlockWait, &waitBuckets, waitNs)
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
 		counter(dCtxsw, uint64(ru.Nvcsw), "voluntary")
 		counter(dCtxsw, uint64(ru.Nivcsw), "involuntary")
 	}
+	seen := make(map[string]bool, len(acceptErrnos))
 	rt.acceptErrs.Range(func(k, v any) bool {
 		counter(dAcceptErr, v.(*atomic.Uint64).Load(), k.(string))
+		seen[k.(string)] = true
 		return true
 	})
+	if rt.backend == BackendUring {
+		for _, e := range acceptErrnos {
+			if name := errnoName(e); !seen[name] {
+				counter(dAcceptErr, 0, name)
+			}
+		}
+	}
 	kernel := rt.features.Kernel
 	if kernel == "" {
 		kernel = "unknown"
@@ -227,5 +290,3 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	}
 	return reg.Register(sched.NewCollector(rt.pool, "workers"))
 }
-
-var _ = math.Inf

@@ -221,6 +221,19 @@ echo "sum(uringrt_cqes_reaped_total) = ${cqes:-<none>}"
 backend=$(http_get "http://$prom_addr/api/v1/query?query=uringrt_backend_info" 2>/dev/null |
 	sed -n 's/.*"backend":"\([^"]*\)".*/\1/p' | head -n 1) || true
 echo "uringrt_backend_info backend = ${backend:-<none>}"
+# The exposition as Prometheus ingested it: uringrt series, histogram
+# buckets, and the Go and process collectors beside the runtime's.
+q_series='count%28%7Bjob%3D%22uringrt%22%2C__name__%3D~%22uringrt_.%2B%22%7D%29' # count({job="uringrt",__name__=~"uringrt_.+"})
+q_buckets='count%28uringrt_cqes_per_enter_bucket%7Bjob%3D%22uringrt%22%7D%29'      # count(uringrt_cqes_per_enter_bucket{job="uringrt"})
+q_proc='count%28process_cpu_seconds_total%7Bjob%3D%22uringrt%22%7D%29'             # count(process_cpu_seconds_total{job="uringrt"})
+q_go='count%28go_goroutines%7Bjob%3D%22uringrt%22%7D%29'                           # count(go_goroutines{job="uringrt"})
+series=$(prom_value "$q_series")
+buckets=$(prom_value "$q_buckets")
+proc=$(prom_value "$q_proc")
+gor=$(prom_value "$q_go")
+echo "uringrt_* series = ${series:-<none>}"
+echo "uringrt_cqes_per_enter_bucket series = ${buckets:-<none>}"
+echo "process_cpu_seconds_total series = ${proc:-<none>}, go_goroutines series = ${gor:-<none>}"
 
 if [[ "$up" != 1 ]]; then
 	log "FAIL: target not up after ${timeout_s} s"
@@ -228,6 +241,14 @@ if [[ "$up" != 1 ]]; then
 fi
 if ! awk -v v="$cqes" 'BEGIN { exit !(v + 0 > 0) }'; then
 	log "FAIL: sum(uringrt_cqes_reaped_total) is not > 0 after ${timeout_s} s"
+	exit 1
+fi
+if [[ -z "$backend" ]]; then
+	log "FAIL: no uringrt_backend_info series"
+	exit 1
+fi
+if ! awk -v b="$buckets" -v p="$proc" -v g="$gor" 'BEGIN { exit !(b + 0 > 0 && p + 0 > 0 && g + 0 > 0) }'; then
+	log "FAIL: histogram buckets, process_ or go_ collector series missing"
 	exit 1
 fi
 echo "ok: Prometheus scraped the echo-server"
