@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/uringrt/uringrt/netpoll"
 )
 
 // CallbackConn is a connection served by the callback API (Runtime.Serve).
@@ -31,6 +33,7 @@ type CallbackConn struct {
 	armed     int
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
 	blocking  bool
+	slot      int32 // registered file slot, or -1
 
 	// std backend
 	std   net.Conn
@@ -40,7 +43,7 @@ type CallbackConn struct {
 }
 
 func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
-	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l}
+	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1}
 	if mb, ok := h.(MayBlocker); ok && mb.MayBlock() {
 		cc.blocking = true
 	}
@@ -154,6 +157,13 @@ func (l *loop) registerCB(c *CallbackConn) {
 		return
 	}
 	l.cbConns[c] = struct{}{}
+	if slot, ok := l.fixedFile(c.fd.fd); ok {
+		// The ring addresses the socket by its registered slot: no fd
+		// table look-up (fget/fput) per recv and send.
+		c.slot = slot
+		c.recvOp.fd, c.recvOp.sqeFlags = int(slot), netpoll.SQEFixedFile
+		c.sendOp.fd, c.sendOp.sqeFlags = int(slot), netpoll.SQEFixedFile
+	}
 	if l.bufRing == nil {
 		c.ownBuf = make([]byte, l.rt.cfg.BufferSize)
 		c.recvOp.buf = c.ownBuf
@@ -332,6 +342,10 @@ func (c *CallbackConn) maybeFinalize() {
 	l := c.l
 	c.finalized = true
 	delete(l.cbConns, c)
+	if c.slot >= 0 {
+		l.releaseFixedFile(c.slot)
+		c.slot = -1
+	}
 	c.fd.closing.Store(true)
 	l.closeFD(c.fd)
 	err := c.closeErr

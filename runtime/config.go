@@ -167,6 +167,9 @@ type Config struct {
 	// DisableBufRing uses per-connection buffers instead of provided buffer
 	// rings (and so no multishot recv), as before 5.19.
 	DisableBufRing bool
+	// DisableFixedFiles addresses callback connections by fd instead of
+	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
+	DisableFixedFiles bool
 	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
 	// (a power of two) buffers of BufferSize bytes. 0 means the defaults.
 	BufferSize, Buffers int

@@ -40,6 +40,9 @@ type loop struct {
 	wakeBuf    [8]byte
 	stopping   bool
 	batchAvg16 int      // EWMA of CQEs per wake-up, in sixteenths
+	fixedOn    bool     // a sparse registered file table is in place
+	fixedNext  int32    // next never-used slot
+	fixedFree  []int32  // released slots
 	closing    []*netFD // waiting for their ops to finish before close(2)
 	cbConns    map[*CallbackConn]struct{}
 	serving    []*listener
@@ -98,6 +101,13 @@ func (l *loop) setup() error {
 			l.bufRing = br
 		}
 	}
+	if !cfg.DisableFixedFiles {
+		if err := ring.RegisterFilesSparse(fixedFileSlots); err == nil {
+			l.fixedFree = make([]int32, 0, 64)
+			l.fixedNext = 0
+			l.fixedOn = true
+		}
+	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		ring.Close()
@@ -110,6 +120,38 @@ func (l *loop) setup() error {
 	l.wakeOp.buf = l.wakeBuf[:]
 	l.arm(&l.wakeOp)
 	return nil
+}
+
+// fixedFileSlots is the size of each loop's sparse registered file table.
+const fixedFileSlots = 1 << 16
+
+// fixedFile registers fd in a free slot of the loop's file table
+// (IORING_REGISTER_FILES_UPDATE2, one syscall per connection, not per op).
+func (l *loop) fixedFile(fd int) (int32, bool) {
+	if !l.fixedOn {
+		return -1, false
+	}
+	var slot int32
+	if n := len(l.fixedFree); n > 0 {
+		slot = l.fixedFree[n-1]
+		l.fixedFree = l.fixedFree[:n-1]
+	} else if l.fixedNext < fixedFileSlots {
+		slot = l.fixedNext
+		l.fixedNext++
+	} else {
+		return -1, false
+	}
+	if _, err := l.ring.UpdateFiles(uint32(slot), []int32{int32(fd)}); err != nil {
+		l.fixedFree = append(l.fixedFree, slot)
+		return -1, false
+	}
+	return slot, true
+}
+
+// releaseFixedFile clears a slot once no op uses it.
+func (l *loop) releaseFixedFile(slot int32) {
+	l.ring.UpdateFiles(uint32(slot), []int32{-1})
+	l.fixedFree = append(l.fixedFree, slot)
 }
 
 // post hands a request to the loop from any goroutine.
@@ -406,14 +448,18 @@ func (l *loop) complete(o *op) {
 			l.arm(o)
 		}
 	case opPollIn:
-		if o.res >= 0 {
+		if o.res >= 0 || !o.armed {
 			l.wakes = append(l.wakes, &o.nfd.rd)
-			if o.res&(unix.POLLERR|unix.POLLHUP) != 0 {
+			if o.res > 0 && o.res&(unix.POLLERR|unix.POLLHUP) != 0 {
 				l.wakes = append(l.wakes, &o.nfd.wr)
 			}
 		}
-		if !o.armed && o.res != -int32(syscall.ECANCELED) && !o.nfd.closing.Load() {
-			l.arm(o) // multishot ended (or single-shot): re-arm
+		if !o.armed {
+			// Single-shot, or a multishot the kernel ended: the next reader
+			// that finds EAGAIN re-arms it (rearmPollIn). Re-arming here
+			// would fire again at once on a socket readable but unread (a
+			// pending connection, bytes or a FIN nobody reads): a busy loop.
+			o.nfd.pollInIdle.Store(true)
 		}
 	case opPollOut:
 		l.wakes = append(l.wakes, &o.nfd.wr)
