@@ -4,6 +4,10 @@
 # usage: bench/run.sh [-rounds 3] [-d 10s] [-configs i,ii,iii]
 #                     [-servers std,gnet,uring-callback,uring-conn]
 #
+# The seed experiments use more uringrt servers: uring-blocking (pollable
+# blocking, 20 workers), uring-ring, uring-async (each also -iowq20: io-wq
+# capped at 20 workers), uring-conn-nobatch and uring-callback-nobatch.
+#
 # Every server runs pinned to CPU 0 with GOMAXPROCS=1 (uringrt with -loops 1),
 # the client pinned to CPU 1. Configurations:
 #   i   -c 1000 -s 12   -depth 1
@@ -19,7 +23,7 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$ROOT/bench
-OUT=$BENCH/out
+OUT=${OUT:-$BENCH/out}
 ROUNDS=3
 DURATION=10s
 CONFIGS=i,ii,iii
@@ -70,7 +74,7 @@ for c in "${CONFIG_LIST[@]}"; do
 	config_args "$c" >/dev/null || { echo "run.sh: unknown config $c (want i, ii or iii)" >&2; exit 2; }
 done
 for s in "${SERVER_LIST[@]}"; do
-	case $s in std | gnet | uring-callback | uring-conn) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
+	case $s in std | gnet | uring-callback | uring-conn | uring-blocking | uring-ring | uring-ring-iowq20 | uring-async | uring-async-iowq20 | uring-conn-nobatch | uring-callback-nobatch) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
 done
 
 mkdir -p "$OUT"
@@ -106,6 +110,15 @@ server_cmd() { # server addr
 	gnet) echo "$OUT/gnet-echo -addr $2" ;;
 	uring-callback) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -metrics-addr=" ;;
 	uring-conn) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -metrics-addr=" ;;
+	# The seed experiments (DESIGN.md, Experiments 1 and 3): pollable policies
+	# with work capped at 20 workers, and batched waiting off.
+	uring-blocking) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable blocking -workers 20 -metrics-addr=" ;;
+	uring-ring) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable ring -metrics-addr=" ;;
+	uring-ring-iowq20) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable ring -iowq-max-workers 20 -metrics-addr=" ;;
+	uring-async) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable async -metrics-addr=" ;;
+	uring-async-iowq20) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable async -iowq-max-workers 20 -metrics-addr=" ;;
+	uring-conn-nobatch) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -batch off -metrics-addr=" ;;
+	uring-callback-nobatch) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -batch off -metrics-addr=" ;;
 	esac
 }
 
