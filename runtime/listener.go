@@ -3,6 +3,7 @@ package runtime
 import (
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,7 +23,9 @@ type listener struct {
 	rt     *Runtime
 	active atomic.Int64 // open connections accepted here (MaxConns)
 
-	// Serve state (loop-owned)
+	serveMu sync.Mutex // guards h, served and closed against Serve/Close
+	closed  bool
+	// Serve state (loop-owned once Serve posted it)
 	h        Handler
 	acceptOp op
 	timerOp  op
@@ -62,6 +65,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 		switch err {
 		case syscall.EAGAIN:
 			fd.l.stats.acceptPollArmed.Add(1)
+			fd.rearmPollIn()
 			fd.rd.wait(fd.abortRead)
 			continue
 		case syscall.EINTR, syscall.ECONNABORTED:
@@ -98,7 +102,11 @@ func (ln *listener) newConn(fd int, callback bool) (*Conn, bool) {
 // Close stops listening; a blocked Accept returns net.ErrClosed. Accepted
 // connections stay open.
 func (ln *listener) Close() error {
-	if ln.h != nil {
+	ln.serveMu.Lock()
+	ln.closed = true
+	serving := ln.h != nil
+	ln.serveMu.Unlock()
+	if serving {
 		done := make(chan struct{})
 		ln.fd.l.post(request{kind: reqFunc, fn: func() { ln.fd.l.stopServe(ln); close(done) }})
 		<-done

@@ -130,7 +130,7 @@ func (rt *Runtime) startLoops() error {
 		l, err := startLoop(rt, i)
 		if err != nil {
 			rt.stopLoops()
-			return fmt.Errorf("%w: loop %d: %w", ErrNoIOUring, i, err)
+			return noIOUring(fmt.Errorf("loop %d: %w", i, err))
 		}
 		rt.loops = append(rt.loops, l)
 	}
@@ -142,7 +142,7 @@ func (rt *Runtime) startLoops() error {
 func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error)) (netpoll.Features, error) {
 	r, err := newRing(netpoll.Params{Entries: 4})
 	if err != nil {
-		return netpoll.Features{}, fmt.Errorf("%w: %w", ErrNoIOUring, err)
+		return netpoll.Features{}, noIOUring(err)
 	}
 	r.Close()
 	return netpoll.ProbeFeatures()
@@ -224,12 +224,20 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		if l.rt != rt {
 			return errors.New("uringrt: Serve: listener belongs to another runtime")
 		}
-		done := make(chan error)
+		l.serveMu.Lock()
+		if l.closed {
+			l.serveMu.Unlock()
+			return nil
+		}
+		if l.h != nil {
+			l.serveMu.Unlock()
+			return errors.New("uringrt: Serve: listener is already served")
+		}
 		l.h = h
-		l.served = make(chan error)
-		served := l.served
+		served := make(chan error)
+		l.served = served
+		l.serveMu.Unlock()
 		l.fd.l.post(request{kind: reqServe, ln: l})
-		_ = done
 		<-served
 		return nil
 	case *stdListener:

@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serveCB starts Serve with h on a new listener of rt and returns its address.
+func serveCB(t *testing.T, rt *Runtime, h Handler) string {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.Serve(ln, h)
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not return after the listener closed")
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestCallbackBlockingHandlerKeepsOrder runs a MayBlocker handler on the
+// fixed pool: callbacks of one connection stay in order, OnOpen comes first
+// and OnClose last with io.EOF after the peer's close.
+func TestCallbackBlockingHandlerKeepsOrder(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		rt := newRT(t, Config{Loops: 2, Workers: 3})
+		var mu sync.Mutex
+		events := map[*CallbackConn][]string{}
+		closed := make(chan error, 16)
+		h := HandlerFuncs{
+			Blocking: blocking,
+			Open: func(c *CallbackConn) {
+				mu.Lock()
+				events[c] = append(events[c], "open")
+				mu.Unlock()
+			},
+			Data: func(c *CallbackConn, data []byte) {
+				if blocking {
+					time.Sleep(time.Millisecond) // a handler that blocks
+				}
+				c.Write(data)
+			},
+			Close: func(c *CallbackConn, err error) {
+				mu.Lock()
+				events[c] = append(events[c], "close")
+				mu.Unlock()
+				closed <- err
+			},
+		}
+		addr := serveCB(t, rt, h)
+		const conns = 8
+		var wg sync.WaitGroup
+		for i := 0; i < conns; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				var sent []byte
+				for m := 0; m < 40; m++ {
+					p := []byte{byte(i), byte(m), byte(m * 7)}
+					sent = append(sent, p...)
+					c.Write(p)
+				}
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				got := make([]byte, len(sent))
+				if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, sent) {
+					t.Errorf("conn %d: echo out of order or short: %v", i, err)
+				}
+			}(i)
+		}
+		wg.Wait()
+		for i := 0; i < conns; i++ {
+			select {
+			case err := <-closed:
+				if err != io.EOF {
+					t.Errorf("OnClose err = %v, want io.EOF", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("OnClose not called")
+			}
+		}
+		mu.Lock()
+		for _, ev := range events {
+			if len(ev) != 2 || ev[0] != "open" || ev[1] != "close" {
+				t.Errorf("events = %v", ev)
+			}
+		}
+		mu.Unlock()
+	}
+}
+
+// TestCallbackAsyncWriteAndClose pushes data from another goroutine and
+// closes the connection from the handler.
+func TestCallbackAsyncWriteAndClose(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	opened := make(chan *CallbackConn, 1)
+	closed := make(chan error, 1)
+	addr := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) { opened <- c },
+		Data: func(c *CallbackConn, data []byte) {
+			if bytes.Equal(data, []byte("quit")) {
+				c.Write([]byte("bye"))
+				c.Close()
+			}
+		},
+		Close: func(c *CallbackConn, err error) { closed <- err },
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := <-opened
+	if _, err := cc.AsyncWrite([]byte("hello ")); err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("quit"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "hello bye" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("OnClose after local Close: %v", err)
+	}
+	if _, err := cc.AsyncWrite([]byte("late")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("AsyncWrite after close: %v", err)
+	}
+}
