@@ -110,12 +110,12 @@ const (
 
 // Defaults used when a Config field is zero.
 const (
-	DefaultRingEntries    = 1024
-	DefaultWaitLatency    = 50 * time.Microsecond
-	DefaultMaxWriteBuffer = 4 << 20 // bytes per connection
-	DefaultWorkers        = 20
-	DefaultBufferSize     = 4096 // bytes per provided buffer
-	DefaultBuffers        = 1024 // provided buffers per loop
+	DefaultRingEntries    = 1024                  // SQEs per ring (the CQ holds 4x as many CQEs)
+	DefaultWaitLatency    = 50 * time.Microsecond // latency batched waiting may add
+	DefaultMaxWriteBuffer = 4 << 20               // bytes queued per connection
+	DefaultWorkers        = 20                    // fixed-pool worker goroutines
+	DefaultBufferSize     = 4096                  // bytes per provided buffer
+	DefaultBuffers        = 1024                  // provided buffers per loop (a power of two)
 )
 
 // Config configures a Runtime. The zero value is a working configuration.

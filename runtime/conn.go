@@ -60,6 +60,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 			fd.decref()
 			if errno == syscall.EAGAIN {
 				waited = true
+				fd.rearmPollIn()
 				fd.rd.wait(fd.abortRead)
 				continue
 			}

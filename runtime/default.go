@@ -14,7 +14,10 @@ var defaultRT struct {
 }
 
 // Default returns the package's default runtime (zero Config: BackendAuto,
-// GOMAXPROCS loops, no metrics), starting it on first use.
+// GOMAXPROCS loops, no metrics), starting it on first use. It lives for the
+// process. A missing io_uring is no error (BackendAuto falls back to Go's
+// net with one warning); the error, if any, is New's and is returned by
+// every later call too.
 func Default() (*Runtime, error) {
 	defaultRT.once.Do(func() { defaultRT.rt, defaultRT.err = New(Config{}) })
 	return defaultRT.rt, defaultRT.err

@@ -35,8 +35,12 @@ type MayBlocker interface {
 
 // HandlerFuncs adapts functions to Handler; nil functions are skipped.
 type HandlerFuncs struct {
-	Open  func(c *CallbackConn)
-	Data  func(c *CallbackConn, data []byte)
+	// Open is OnOpen.
+	Open func(c *CallbackConn)
+	// Data is OnData: data is valid only during the call.
+	Data func(c *CallbackConn, data []byte)
+	// Close is OnClose: err is nil, io.EOF or the error that ended the
+	// connection.
 	Close func(c *CallbackConn, err error)
 	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
 	Blocking bool

@@ -109,7 +109,10 @@ func (ln *listener) Close() error {
 	if serving {
 		done := make(chan struct{})
 		ln.fd.l.post(request{kind: reqFunc, fn: func() { ln.fd.l.stopServe(ln); close(done) }})
-		<-done
+		select {
+		case <-done:
+		case <-ln.fd.l.done: // the runtime closed: its loop stopped serving
+		}
 	}
 	ln.rt.mu.Lock()
 	delete(ln.rt.listeners, ln)

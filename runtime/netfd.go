@@ -28,8 +28,9 @@ type netFD struct {
 	rd, wr   pollDesc
 	rdl, wdl deadline
 
-	pollIn, pollOut op // hybrid mode: multishot POLLIN, one-shot POLLOUT
-	rop, wop        op // ring/async modes: the recv/send in flight
+	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
+	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	rop, wop        op          // ring/async modes: the recv/send in flight
 
 	armed int // loop-owned: ops of this fd in flight
 
@@ -55,6 +56,15 @@ func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 // start arms the multishot POLLIN the hybrid policy parks readers on.
 func (n *netFD) start(hybrid bool) {
 	if hybrid {
+		n.l.post(request{kind: reqArm, op: &n.pollIn})
+	}
+}
+
+// rearmPollIn re-arms pollIn when its last CQE came (single-shot polls, or
+// a multishot the kernel ended); called by a reader that found EAGAIN,
+// before it parks. A multishot poll still armed costs one atomic load.
+func (n *netFD) rearmPollIn() {
+	if n.pollInIdle.Load() && n.pollInIdle.CompareAndSwap(true, false) {
 		n.l.post(request{kind: reqArm, op: &n.pollIn})
 	}
 }
@@ -91,7 +101,18 @@ func (n *netFD) close() error {
 		goruntime.Gosched()
 	}
 	n.l.post(request{kind: reqCloseFD, nfd: n})
-	<-n.closed
+	select {
+	case <-n.closed:
+	case <-n.l.done:
+		// The runtime closed and the loop exited before taking the request
+		// (it waited for every CQE, so nothing of fd is in flight): close
+		// here, unless the loop did before it exited.
+		select {
+		case <-n.closed:
+		default:
+			n.finalClose()
+		}
+	}
 	return nil
 }
 

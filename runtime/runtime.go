@@ -305,7 +305,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 }
 
 // Close closes every listener and connection, cancels everything in flight,
-// waits for those CQEs, and releases the rings and workers. It is
+// waits for those CQEs, and releases the rings and workers: afterwards no
+// goroutine or descriptor of the runtime is left. It returns nil, or an
+// error when the worker pool's handlers did not finish within 5 s. It is
 // idempotent.
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
@@ -338,6 +340,7 @@ func (rt *Runtime) Close() error {
 			continue // a callback conn: its loop closes it
 		}
 		fd.close()
+		<-fd.closed // also when a concurrent Close owns it: before the loops stop
 	}
 	rt.stopLoops()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -96,21 +96,32 @@ func (c *stdConn) CloseRead() error {
 
 // serveStd runs the callback API over Go's net: a goroutine per connection
 // reads into a buffer and calls h; Write writes through.
+// Like the io_uring Serve, it returns once ln is closed; the connections
+// already accepted go on being served.
 func (rt *Runtime) serveStd(ln *stdListener, h Handler) error {
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				ln.served.Wait()
 				return nil
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			time.Sleep(5 * time.Millisecond) // EMFILE and friends: back off
+			// EMFILE and friends: back off 5 ms doubling to 1 s, as
+			// net/http and the io_uring Serve do.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			rt.logger.Warn("accept failed; backing off", "err", err, "backoff", backoff)
+			time.Sleep(backoff)
 			continue
 		}
+		backoff = 0
 		ln.served.Add(1)
 		go func() {
 			defer ln.served.Done()

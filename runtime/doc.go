@@ -1,0 +1,104 @@
+// Package runtime is uringrt's public API: net.Listener and net.Conn (and a
+// callback API) whose socket operations are driven by io_uring rings.
+//
+// # Picture
+//
+//	user goroutines                     loops (Config.Loops, default GOMAXPROCS)
+//	---------------                     ----------------------------------------
+//	Conn.Read ---- recv(2) nonblock     loop 0: one goroutine locked to one OS
+//	  | EAGAIN                            thread, owning ring 0 (SINGLE_ISSUER|
+//	  v                                   DEFER_TASKRUN)
+//	park on pollDesc <----- wake ----+      +-------------------------------+
+//	                        (batch)  |      | take queued requests (MPSC)   |
+//	Conn.Write --- send(2) nonblock  |      | prep SQEs                     |
+//	  | EAGAIN / short: post POLLOUT |      | io_uring_enter: submit + wait |
+//	  v                              |      |   min_complete, WaitLatency   |
+//	post(request) --> MPSC queue ----+----> | reap all CQEs                 |
+//	                  + eventfd wake        | complete ops as one batch     |
+//	                  (if it sleeps)        | wake parked goroutines        |
+//	                                        +-------------------------------+
+//	Serve(ln, Handler):                     loop 1 .. n-1: the same, own ring
+//	  multishot accept -> multishot recv
+//	  (provided buffer ring) -> OnData      sched fixed pool (Config.Workers):
+//	  on the loop -> CallbackConn.Write       PollBlocking ops, MayBlocker
+//	  queues -> one send per conn per         handlers (per-connection key)
+//	  iteration
+//
+// Only a loop touches its ring. Other goroutines post requests and wake the
+// loop through an eventfd only when it sleeps. A connection belongs to one
+// loop for its life.
+//
+// # The contract
+//
+// Listen, Dial and DialContext behave like net.Listen and net.Dial for
+// "tcp", "tcp4", "tcp6" and "unix". A *Conn is a net.Conn: Read returns
+// what is available (at least one byte) or an error, io.EOF on the peer's
+// orderly close; Write writes all of b or returns an error (io.Writer);
+// deadlines work as in Go's net and wake blocked calls; Close wakes blocked
+// Reads and Writes with net.ErrClosed, cancels every request in flight and
+// waits for its completion before the descriptor is closed, so no buffer is
+// written after its call returned. A buffer handed to the kernel stays
+// untouched by Go until its completion arrives.
+//
+// Runtime.Serve runs a Handler: OnOpen, OnData and OnClose of one
+// connection never run concurrently and keep their order; OnData's bytes
+// are valid only during the call. Handlers run on the loop and must not
+// block unless they implement MayBlocker.
+//
+// Close and Shutdown end every loop, listener, connection and worker: no
+// goroutine or descriptor of the runtime is left.
+//
+// # Errors
+//
+// Errors are those of the standard library: a *net.OpError (Op "read",
+// "write", "accept", "dial", "close", "set") wrapping os.ErrDeadlineExceeded
+// (Timeout() is true), net.ErrClosed, or an *os.SyscallError with the errno
+// (ECONNRESET, EPIPE, ECONNREFUSED, EMFILE, ...), so errors.Is and
+// errors.As work as with Go's net. Writes use MSG_NOSIGNAL: a write to a
+// reset peer fails with EPIPE or ECONNRESET and never raises SIGPIPE.
+// Accept under EMFILE/ENFILE returns the error (callers back off as
+// net/http does); Serve backs off by itself, 5 ms doubling to 1 s.
+//
+// New with BackendUring fails, when no ring can be set up, with an error
+// wrapping ErrNoIOUring and the setup errno (errors.Is(err,
+// os.ErrPermission) for EPERM, errors.ErrUnsupported for ENOSYS) whose
+// text names the fix. BackendAuto (the default) logs that error once as a
+// warning and serves through Go's net; FallbackReason says why.
+//
+// # Kernel requirements
+//
+// io_uring needs Linux 5.1; uringrt wants 5.19+ and is best on 6.1+. Each
+// feature is probed once at New and used only when present; Config's
+// Disable* switches turn them off to reproduce older kernels:
+//
+//	5.7   FAST_POLL: PollRing's recv/send are poll-armed inside the kernel
+//	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (Config.IOWQMaxWorkers)
+//	5.19  multishot accept and poll, provided buffer rings (DisableMultishot,
+//	      DisableBufRing: single-shot ops and per-connection buffers instead)
+//	6.0   multishot recv (callback API)
+//	6.1   SINGLE_ISSUER|DEFER_TASKRUN: batched task_work (DisableDeferTaskrun:
+//	      COOP_TASKRUN instead)
+//	6.12  min-wait in io_uring_enter's EXT_ARG (WaitLatency without a timer)
+//
+// io_uring can be blocked although present: the sysctl
+// kernel.io_uring_disabled, or Docker's default seccomp profile (EPERM).
+// See deploy/ for a seccomp profile that allows it.
+//
+// # Pollable policies
+//
+// Config.Pollable picks how socket reads, writes and accepts wait, after
+// Linux commit 90fa02883f ("io_uring: async hybrid mode for pollable
+// requests"):
+//
+//	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the loop
+//	             arms a poll and the caller parks until the completion batch
+//	             wakes it. No goroutine or kernel worker blocks on a socket.
+//	PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
+//	             poll-arms it internally.
+//	PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
+//	             socket (bounded by IOWQMaxWorkers).
+//	PollBlocking the behaviour the commit replaced: each operation blocks a
+//	             worker of a bounded pool (Config.Workers) on one socket.
+//
+// The last two exist to measure the first against them (BENCHMARKS.md).
+package runtime
