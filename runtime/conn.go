@@ -53,6 +53,17 @@ func (c *Conn) Read(b []byte) (int, error) {
 		var errno syscall.Errno
 		switch fd.rt.cfg.Pollable {
 		case PollHybrid:
+			if fd.rdDrained {
+				// The last recv returned less than asked: the socket's
+				// queue was empty then, and any byte since has posted a
+				// poll CQE. Wait for it instead of paying a recv that
+				// would only say EAGAIN.
+				fd.rdDrained = false
+				waited = true
+				fd.rearmPollIn()
+				fd.rd.wait(fd.abortRead)
+				continue
+			}
 			if !fd.incref() {
 				continue
 			}
@@ -64,6 +75,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 				fd.rd.wait(fd.abortRead)
 				continue
 			}
+			fd.rdDrained = errno == 0 && n > 0 && n < len(b)
 		case PollRing, PollAsync:
 			var ok bool
 			if n, errno, ok = fd.ringOp(&fd.rop, b); !ok {

@@ -26,7 +26,10 @@ type netFD struct {
 
 	rmu, wmu sync.Mutex
 	rd, wr   pollDesc
-	rdl, wdl deadline
+	// rdDrained (guarded by rmu): the last recv was short, so the next
+	// Read waits for readiness before trying (hybrid policy).
+	rdDrained bool
+	rdl, wdl  deadline
 
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
