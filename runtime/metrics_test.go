@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/deploy"
 )
@@ -301,6 +304,14 @@ func TestMetricsCallbackEcho(t *testing.T) {
 	if got := f.sum("uringrt_backend_info", "backend", "uring"); got != 1 {
 		t.Errorf("backend_info{backend=uring} = %v, want 1", got)
 	}
+	if got := f.sum("uringrt_process_context_switches_total", "kind", "voluntary"); got <= 0 {
+		t.Errorf("process_context_switches_total{kind=voluntary} = %v, want > 0", got)
+	}
+	for _, name := range []string{"uringrt_worker_queue_depth", "uringrt_accept_errors_total", "uringrt_inflight_ops"} {
+		if f.sum(name) < 0 {
+			t.Errorf("%s is not exported", name)
+		}
+	}
 	checkHistograms(t, f)
 
 	closeAll(cs)
@@ -545,6 +556,79 @@ func TestMetricsAcceptErrorsExported(t *testing.T) {
 			t.Errorf("accept_errors_total{errno=%s} = %v, want 0 (present)", e, got)
 		}
 	}
+}
+
+// TestMetricsAcceptErrorByErrno makes accept(2) fail with EMFILE (the
+// process's descriptor limit lowered to its lowest free descriptor while a
+// connection waits in the backlog) and checks the failure is counted under
+// its errno.
+func TestMetricsAcceptErrorByErrno(t *testing.T) {
+	rt, reg := newMetricsRT(t, Config{Loops: 1})
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	// The connection must be in the accept queue before the limit drops,
+	// or Accept would park (and the deadline below end it).
+	pfd := []unix.PollFd{{Fd: int32(ln.(*listener).fd.fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
+		t.Fatalf("listener not readable within 5 s: %d, %v", n, err)
+	}
+	ln.(*listener).SetDeadline(time.Now().Add(5 * time.Second))
+
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := lowestFreeFD(t)
+	lim := old
+	lim.Cur = uint64(low)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatalf("restoring RLIMIT_NOFILE: %v", err)
+			}
+		}
+	}
+	defer restore()
+	_, aerr := ln.Accept()
+	restore()
+	if !errors.Is(aerr, syscall.EMFILE) {
+		t.Fatalf("Accept with RLIMIT_NOFILE=%d: %v, want EMFILE", low, aerr)
+	}
+	f := gather(t, reg)
+	if got := f.sum("uringrt_accept_errors_total", "errno", "EMFILE"); got != 1 {
+		t.Errorf("accept_errors_total{errno=EMFILE} = %v, want 1", got)
+	}
+	// The connection is still in the backlog; with the limit back, Accept works.
+	if a, err := ln.Accept(); err != nil {
+		t.Errorf("Accept after restoring the limit: %v", err)
+	} else {
+		a.Close()
+	}
+}
+
+// lowestFreeFD returns the lowest descriptor number not open.
+func lowestFreeFD(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	return fd
 }
 
 // TestDashboardMetricsExist gathers a live registry as the echo-server
