@@ -83,13 +83,19 @@ listening() {
 	(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
 }
 
+# Ports are drawn below the kernel's ephemeral range, so that no outgoing
+# connection (a load generator's thousands of them) holds the one we pick.
+read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=32768
+port_lo=10000 port_span=$((eph_lo - 10000))
+((port_span >= 1000)) || port_span=20000
+
 # free_port VAR: set VAR to a loopback TCP port nothing listens on and that
 # was not handed out before (no subshell, so "taken" persists).
 taken=" "
 free_port() {
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((port_lo + RANDOM % port_span))
 		[[ "$taken" == *" $p "* ]] && continue
 		if ! listening 127.0.0.1 "$p"; then
 			taken+="$p "
@@ -161,17 +167,28 @@ drive_traffic() {
 }
 
 server_port="" metrics_port="" prom_port=""
-free_port server_port
-free_port metrics_port
+# A port can still be taken between the check and the bind: up to 3 tries.
+for try in 1 2 3; do
+	free_port server_port
+	free_port metrics_port
+	metrics_addr="127.0.0.1:$metrics_port"
+	log "starting $server_bin -addr 127.0.0.1:$server_port -metrics-addr $metrics_addr"
+	"$server_bin" -addr "127.0.0.1:$server_port" -metrics-addr "$metrics_addr" >"$tmp/echo-server.log" 2>&1 &
+	server_pid=$!
+	if wait_listening 127.0.0.1 "$server_port" 10 "$server_pid" &&
+		wait_listening 127.0.0.1 "$metrics_port" 10 "$server_pid"; then
+		break
+	fi
+	if ((try < 3)) && grep -q 'address already in use' "$tmp/echo-server.log"; then
+		log "retrying: $(tail -n 1 "$tmp/echo-server.log")"
+		stop "$server_pid"
+		server_pid=""
+		continue
+	fi
+	exit 1
+done
 free_port prom_port
-metrics_addr="127.0.0.1:$metrics_port"
 prom_addr="127.0.0.1:$prom_port"
-
-log "starting $server_bin -addr 127.0.0.1:$server_port -metrics-addr $metrics_addr"
-"$server_bin" -addr "127.0.0.1:$server_port" -metrics-addr "$metrics_addr" >"$tmp/echo-server.log" 2>&1 &
-server_pid=$!
-wait_listening 127.0.0.1 "$server_port" 10 "$server_pid"
-wait_listening 127.0.0.1 "$metrics_port" 10 "$server_pid"
 
 drive_traffic 127.0.0.1 "$server_port"
 
