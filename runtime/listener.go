@@ -89,7 +89,13 @@ func (ln *listener) newConn(fd int, callback bool) (*Conn, bool) {
 		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
 	l := ln.rt.pickLoop()
-	n := newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
+	var n *netFD
+	if callback {
+		n = newBareNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
+		n.cb = true
+	} else {
+		n = newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
+	}
 	n.ln = ln
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
@@ -167,7 +173,6 @@ func (ln *listener) onAccept(l *loop, o *op) {
 		ln.backoff = 0
 		c, ok := ln.newConn(int(o.res), true)
 		if ok {
-			c.fd.cb = true
 			cc := newCallbackConn(c.fd, ln.h, ln)
 			c.fd.l.post(request{kind: reqRegisterCB, cc: cc})
 		}

@@ -25,15 +25,13 @@ type netFD struct {
 	closed  chan struct{}
 
 	rmu, wmu sync.Mutex
-	rd, wr   pollDesc
 	// rdDrained (guarded by rmu): the last recv was short, so the next
 	// Read waits for readiness before trying (hybrid policy).
 	rdDrained bool
-	rdl, wdl  deadline
-
-	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
-	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
-	rop, wop        op          // ring/async modes: the recv/send in flight
+	// The parking, deadline and op state of net.Conn and listener I/O;
+	// nil for a callback conn, which its loop drives (so an idle one costs
+	// less memory).
+	*connIO
 
 	armed int // loop-owned: ops of this fd in flight
 
@@ -45,8 +43,20 @@ type netFD struct {
 	cb           bool // a callback conn: its loop closes it
 }
 
+// connIO is the per-direction state a goroutine-driven fd needs.
+type connIO struct {
+	rd, wr   pollDesc
+	rdl, wdl deadline
+
+	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
+	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	rop, wop        op          // ring/async modes: the recv/send in flight
+}
+
+// newNetFD wraps fd for a net.Conn or listener.
 func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
-	n := &netFD{fd: fd, l: l, rt: rt, net: network, family: family, closed: make(chan struct{})}
+	n := newBareNetFD(rt, l, fd, family, network)
+	n.connIO = new(connIO)
 	n.rd.init()
 	n.wr.init()
 	n.pollIn = op{kind: opPollIn, fd: fd, nfd: n}
@@ -54,6 +64,11 @@ func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	n.rop = op{kind: opRecv, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.rdl.expired}
 	n.wop = op{kind: opSend, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.wdl.expired}
 	return n
+}
+
+// newBareNetFD wraps fd for a callback conn: no connIO.
+func newBareNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
+	return &netFD{fd: fd, l: l, rt: rt, net: network, family: family, closed: make(chan struct{})}
 }
 
 // start arms the multishot POLLIN the hybrid policy parks readers on.

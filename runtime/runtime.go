@@ -285,7 +285,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.mu.Unlock()
 	now := time.Now()
 	for _, fd := range conns {
-		(&Conn{fd: fd}).SetReadDeadline(now)
+		if !fd.cb { // callback conns were told through their loops
+			(&Conn{fd: fd}).SetReadDeadline(now)
+		}
 	}
 	for _, c := range stds {
 		c.SetReadDeadline(now)

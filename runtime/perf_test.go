@@ -1,0 +1,171 @@
+package runtime
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestMain lets the test binary act as a client process for tests that
+// need more descriptors than one process may hold.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("URINGRT_IDLE_CLIENT"); spec != "" {
+		os.Exit(idleClient(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// idleClient opens N connections to addr ("addr,N"), echoes one byte on
+// each, prints "ready", and holds them until stdin closes.
+func idleClient(spec string) int {
+	addr, nStr, _ := strings.Cut(spec, ",")
+	n, _ := strconv.Atoi(nStr)
+	raiseSoftNOFILE()
+	conns := make([]net.Conn, 0, n)
+	buf := make([]byte, 1)
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		if _, err := io.ReadFull(c, buf); err != nil || buf[0] != byte(i) {
+			fmt.Println("error: echo", err)
+			return 1
+		}
+		conns = append(conns, c)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	for _, c := range conns {
+		c.Close()
+	}
+	return 0
+}
+
+func vmRSS(t *testing.T) int64 {
+	t.Helper()
+	goruntime.GC()
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestIdleConnRSS holds 10,000 idle connections on the callback API (the
+// clients live in a child process, so each process stays under its
+// descriptor limit) and checks they cost at most 2 KiB of RSS each: an
+// idle connection holds no buffer (multishot recv picks one from the ring
+// only when data arrives).
+func TestIdleConnRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	n := 10000
+	if s := os.Getenv("URINGRT_IDLE_CONNS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	raiseSoftNOFILE()
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, EchoHandler{})
+	before := vmRSS(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "URINGRT_IDLE_CLIENT="+addr+","+strconv.Itoa(n))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("client: %q", line)
+	}
+	after := vmRSS(t)
+	per := float64(after-before) / float64(n)
+	t.Logf("%d idle connections: RSS %d -> %d bytes, %.0f bytes each", n, before, after, per)
+	if per > 2048 {
+		t.Fatalf("idle connection costs %.0f bytes of RSS, want <= 2048", per)
+	}
+}
+
+// TestCallbackZeroAllocsPerMessage echoes many messages through the
+// callback API and counts heap allocations of the whole process per
+// message in steady state (the Go net client allocates nothing per
+// message either).
+func TestCallbackZeroAllocsPerMessage(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, EchoHandler{})
+	const conns, msgs = 8, 2000
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs[i] = c
+	}
+	buf := make([]byte, 12)
+	round := func() {
+		for _, c := range cs {
+			c.SetDeadline(time.Time{})
+			if _, err := c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < 200; i++ { // warm up: buffers grown, slots made
+		round()
+	}
+	var m0, m1 goruntime.MemStats
+	goruntime.ReadMemStats(&m0)
+	for i := 0; i < msgs; i++ {
+		round()
+	}
+	goruntime.ReadMemStats(&m1)
+	per := float64(m1.Mallocs-m0.Mallocs) / float64(conns*msgs)
+	t.Logf("%d messages: %d allocations (%.4f per message)", conns*msgs, m1.Mallocs-m0.Mallocs, per)
+	if per > 0.01 {
+		t.Fatalf("%.4f allocations per message on the callback path, want 0", per)
+	}
+}
+
+func raiseSoftNOFILE() {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		lim.Cur = lim.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	}
+}
