@@ -75,7 +75,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 				fd.rd.wait(fd.abortRead)
 				continue
 			}
-			fd.rdDrained = errno == 0 && n > 0 && n < len(b)
+			fd.rdDrained = errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
 		case PollRing, PollAsync:
 			var ok bool
 			if n, errno, ok = fd.ringOp(&fd.rop, b); !ok {

@@ -448,6 +448,9 @@ func (l *loop) complete(o *op) {
 			l.arm(o)
 		}
 	case opPollIn:
+		if o.res > 0 && o.res&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
+			o.nfd.rdHup.Store(true)
+		}
 		if o.res >= 0 || !o.armed {
 			l.wakes = append(l.wakes, &o.nfd.rd)
 			if o.res > 0 && o.res&(unix.POLLERR|unix.POLLHUP) != 0 {

@@ -28,6 +28,10 @@ type netFD struct {
 	// rdDrained (guarded by rmu): the last recv was short, so the next
 	// Read waits for readiness before trying (hybrid policy).
 	rdDrained bool
+	// rdHup: a poll CQE reported POLLRDHUP/POLLHUP/POLLERR. The end of
+	// the stream posts no further CQE, so a short read no longer means
+	// another CQE will come: Read must try recv again.
+	rdHup atomic.Bool
 	// The parking, deadline and op state of net.Conn and listener I/O;
 	// nil for a callback conn, which its loop drives (so an idle one costs
 	// less memory).
