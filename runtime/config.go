@@ -167,10 +167,6 @@ type Config struct {
 	// DisableBufRing uses per-connection buffers instead of provided buffer
 	// rings (and so no multishot recv), as before 5.19.
 	DisableBufRing bool
-	// DisableRecvAhead makes hybrid Reads wait on a multishot POLLIN and
-	// recv(2) themselves, instead of reading from the bytes a multishot recv
-	// received ahead (see Conn.Read): the comparison baseline.
-	DisableRecvAhead bool
 	// DisableFixedFiles addresses callback connections by fd instead of
 	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
 	DisableFixedFiles bool

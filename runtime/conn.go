@@ -53,38 +53,6 @@ func (c *Conn) Read(b []byte) (int, error) {
 		var errno syscall.Errno
 		switch fd.rt.cfg.Pollable {
 		case PollHybrid:
-			if !fd.rt.cfg.DisableRecvAhead {
-				var eof, done, ring bool
-				n, errno, eof, done, ring = fd.readAhead(b)
-				switch {
-				case done && eof:
-					return 0, io.EOF
-				case done && errno == 0:
-					fd.l.countReadAhead(waited)
-					return n, nil
-				case done:
-					return 0, fd.opError("read", sysError("read", errno))
-				case ring:
-					waited = true
-					fd.rd.wait(fd.abortRead)
-					continue
-				}
-				if !fd.incref() {
-					continue
-				}
-				n, errno = rawRecv(fd.fd, b)
-				fd.decref()
-				if errno == syscall.EAGAIN || (errno == 0 && n > 0 && n < len(b)) {
-					// Drained: from now on the ring reads ahead.
-					fd.armRecvAhead()
-				}
-				if errno == syscall.EAGAIN {
-					waited = true
-					fd.rd.wait(fd.abortRead)
-					continue
-				}
-				break
-			}
 			if fd.rdDrained {
 				// The last recv returned less than asked: the socket's
 				// queue was empty then, and any byte since has posted a

@@ -21,7 +21,6 @@ var tiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"hybrid-poll", Config{Loops: 1, DisableRecvAhead: true}},
 	{"ring", Config{Loops: 2, Pollable: PollRing}},
 	{"async", Config{Loops: 1, Pollable: PollAsync}},
 	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},

@@ -217,7 +217,7 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr) (*Co
 		}
 		return nil, opErr(err)
 	}
-	n.start(rt.cfg.Pollable == PollHybrid && rt.cfg.DisableRecvAhead)
+	n.start(rt.cfg.Pollable == PollHybrid)
 	return &Conn{fd: n}, nil
 }
 

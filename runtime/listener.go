@@ -100,7 +100,7 @@ func (ln *listener) newConn(fd int, callback bool) (*Conn, bool) {
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
 	if !callback {
-		n.start(ln.rt.cfg.Pollable == PollHybrid && ln.rt.cfg.DisableRecvAhead)
+		n.start(ln.rt.cfg.Pollable == PollHybrid)
 	}
 	return &Conn{fd: n}, true
 }

@@ -348,7 +348,7 @@ func (l *loop) arm(o *op) {
 		sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP, !l.rt.cfg.DisableMultishot)
 	case opPollOut:
 		sqe.PrepPollAdd(o.fd, unix.POLLOUT, false)
-	case opRecv, opCBRecv, opRecvAhead:
+	case opRecv, opCBRecv:
 		l.prepRecv(sqe, o)
 	case opSend, opCBSend:
 		sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
@@ -374,7 +374,7 @@ func (l *loop) arm(o *op) {
 }
 
 func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
-	if (o.kind == opCBRecv || o.kind == opRecvAhead) && l.bufRing != nil {
+	if o.kind == opCBRecv && l.bufRing != nil {
 		if l.rt.cfg.DisableMultishot {
 			sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
 		} else {
@@ -466,8 +466,6 @@ func (l *loop) complete(o *op) {
 		}
 	case opPollOut:
 		l.wakes = append(l.wakes, &o.nfd.wr)
-	case opRecvAhead:
-		l.onRecvAhead(o)
 	case opRecv, opSend:
 		l.finish(o)
 	case opCBRecv:

@@ -139,19 +139,6 @@ func (l *loop) countRead(n int, polled bool) {
 	}
 }
 
-// countReadAhead counts a Read served from the receive-ahead queue (its
-// bytes were counted when the loop received them).
-func (l *loop) countReadAhead(polled bool) {
-	if !l.rt.metrics {
-		return
-	}
-	if polled {
-		l.stats.readPolled.Add(1)
-	} else {
-		l.stats.readInline.Add(1)
-	}
-}
-
 func (l *loop) countWrite(n int, polled bool) {
 	if !l.rt.metrics {
 		return

@@ -55,24 +55,7 @@ type connIO struct {
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
 	rop, wop        op          // ring/async modes: the recv/send in flight
-
-	// Receive-ahead (hybrid policy): once a nonblock try finds the socket
-	// drained, the loop keeps a multishot recv armed on it and appends what
-	// it receives to rx; Reads copy from rx without a syscall. While
-	// ringReading is set no Read may recv directly (it could overtake bytes
-	// the ring already took). Guarded by rxMu.
-	recvAhead   op
-	rxMu        sync.Mutex
-	rx          []byte
-	rxOff       int
-	rxEOF       bool
-	rxErr       syscall.Errno
-	ringReading bool
 }
-
-// rxAheadMax caps the bytes a conn's receive-ahead queue holds: over it the
-// loop stops reading ahead until a Read drains the queue.
-const rxAheadMax = 64 << 10
 
 // newNetFD wraps fd for a net.Conn or listener.
 func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
@@ -83,7 +66,6 @@ func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	n.pollIn = op{kind: opPollIn, fd: fd, nfd: n}
 	n.pollOut = op{kind: opPollOut, fd: fd, nfd: n}
 	n.rop = op{kind: opRecv, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.rdl.expired}
-	n.recvAhead = op{kind: opRecvAhead, fd: fd, nfd: n}
 	n.wop = op{kind: opSend, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.wdl.expired}
 	return n
 }

@@ -20,7 +20,6 @@ const (
 	opCBSend                     // send of a callback conn's queued output
 	opAcceptCB                   // multishot accept for Serve
 	opTimer                      // accept back-off timer
-	opRecvAhead                  // hybrid net.Conn: multishot recv into the conn's receive-ahead queue
 )
 
 // op is one request the loop has (or will have) in flight. The lifecycle
