@@ -103,8 +103,9 @@ const (
 	// kernel's min-wait on 6.12+), on a DEFER_TASKRUN ring: one wake-up per
 	// batch of completions.
 	WaitBatchOn WaitBatch = iota
-	// WaitBatchOff waits for one CQE at a time (min_complete = 1): the
-	// comparison baseline.
+	// WaitBatchOff is the comparison baseline: the ring runs completion
+	// task_work as it comes (COOP_TASKRUN instead of DEFER_TASKRUN) and the
+	// loop waits for one CQE at a time (min_complete = 1).
 	WaitBatchOff
 )
 

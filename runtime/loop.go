@@ -75,7 +75,9 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 func (l *loop) setup() error {
 	cfg := &l.rt.cfg
 	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun {
+	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff {
+		// Without DEFER_TASKRUN the kernel runs completion task_work as
+		// it comes (COOP_TASKRUN): the comparison baseline for batching.
 		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag
 	}
 	entries := cfg.RingEntries
@@ -217,7 +219,9 @@ func (l *loop) run() {
 // waitPolicy sizes min_complete for the next wait (batched local
 // task_work: the loop is woken once per batch, not once per completion).
 // The batch asked for is twice the recent average batch (an EWMA of CQEs
-// per wake-up), so it grows under load until WaitLatency bounds it; at low
+// per wake-up), so it grows under load until WaitLatency bounds it, and at
+// most a quarter of the requests in flight (with few connections a larger
+// batch would rarely fill and every wait would run to WaitLatency); at low
 // load (average below 2) the loop waits for a single CQE and adds no
 // latency. With the kernel's min-wait (6.12+) the wait returns after
 // WaitLatency as soon as one CQE is ready; before that, WaitLatency is the
@@ -225,10 +229,10 @@ func (l *loop) run() {
 func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Duration) {
 	cfg := &l.rt.cfg
 	avg := l.batchAvg16 / 16
-	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < 2 {
+	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < 8 {
 		return 1, idle, 0
 	}
-	want := uint32(min(2*avg, l.inflight, 256))
+	want := uint32(min(2*avg, l.inflight/4, 256))
 	if l.ring.FeatureBits()&netpoll.FeatMinTimeout != 0 {
 		return want, idle, cfg.WaitLatency
 	}
