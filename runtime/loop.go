@@ -40,6 +40,7 @@ type loop struct {
 	wakeBuf    [8]byte
 	stopping   bool
 	batchAvg16 int      // EWMA of CQEs per wake-up, in sixteenths
+	polls      int      // armed polls (parked net.Conn readers and writers)
 	fixedOn    bool     // a sparse registered file table is in place
 	fixedNext  int32    // next never-used slot
 	fixedFree  []int32  // released slots
@@ -220,8 +221,10 @@ func (l *loop) run() {
 // task_work: the loop is woken once per batch, not once per completion).
 // The batch asked for is twice the recent average batch (an EWMA of CQEs
 // per wake-up), so it grows under load until WaitLatency bounds it, and at
-// most a quarter of the requests in flight (with few connections a larger
-// batch would rarely fill and every wait would run to WaitLatency); at low
+// most a quarter of the requests in flight when most of them are polls of
+// parked net.Conn readers (each can post one CQE per wait, so with few
+// connections a larger batch would rarely fill and every wait would run to
+// WaitLatency); at low
 // load (average below 2) the loop waits for a single CQE and adds no
 // latency. With the kernel's min-wait (6.12+) the wait returns after
 // WaitLatency as soon as one CQE is ready; before that, WaitLatency is the
@@ -232,7 +235,13 @@ func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Durat
 	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < 8 {
 		return 1, idle, 0
 	}
-	want := uint32(min(2*avg, l.inflight/4, 256))
+	limit := l.inflight
+	if 2*l.polls > l.inflight {
+		// Mostly parked net.Conn readers: each posts one CQE and then
+		// waits for its goroutine, so a large batch rarely fills.
+		limit = l.inflight / 4
+	}
+	want := uint32(min(2*avg, limit, 256))
 	if l.ring.FeatureBits()&netpoll.FeatMinTimeout != 0 {
 		return want, idle, cfg.WaitLatency
 	}
@@ -374,6 +383,7 @@ func (l *loop) arm(o *op) {
 	}
 	if o.kind == opPollIn || o.kind == opPollOut {
 		l.stats.pollArms.Add(1)
+		l.polls++
 	}
 }
 
@@ -419,6 +429,9 @@ func (l *loop) reap() int {
 			}
 			o.res, o.flags = c.Res, c.Flags
 			if c.Flags&netpoll.CQEFMore == 0 {
+				if o.kind == opPollIn || o.kind == opPollOut {
+					l.polls--
+				}
 				l.freeSlot(o)
 				if o.nfd != nil {
 					o.nfd.armed--
