@@ -809,31 +809,13 @@ func TestMaxConns(t *testing.T) {
 
 // ---- no crash ----
 
-// relSyncBuffer is a goroutine-safe log sink.
-type relSyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *relSyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *relSyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHandlerPanicClosesOnlyItsConn: a panic in OnData is recovered,
 // logged once, counted, and closes that connection; the others keep
 // echoing.
 func TestHandlerPanicClosesOnlyItsConn(t *testing.T) {
 	for _, tier := range relCbTiers {
 		t.Run(tier.name, func(t *testing.T) {
-			var logs relSyncBuffer
+			var logs lockedBuffer
 			cfg := tier.cfg
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			reg := prometheus.NewRegistry()

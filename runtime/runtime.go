@@ -257,10 +257,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		rt.mu.Unlock()
 		return nil
 	}
-	lns := make([]closer, 0, len(rt.listeners))
-	for ln := range rt.listeners {
-		lns = append(lns, ln)
-	}
+	lns, _, _ := rt.snapshotLocked()
 	rt.mu.Unlock()
 	for _, ln := range lns {
 		ln.Close()
@@ -274,14 +271,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		wait = make(chan struct{})
 		rt.drained = wait
 	}
-	conns := make([]*netFD, 0, len(rt.conns))
-	for fd := range rt.conns {
-		conns = append(conns, fd)
-	}
-	stds := make([]net.Conn, 0, len(rt.stdConns))
-	for c := range rt.stdConns {
-		stds = append(stds, c)
-	}
+	_, conns, stds := rt.snapshotLocked()
 	rt.mu.Unlock()
 	now := time.Now()
 	for _, fd := range conns {
@@ -318,18 +308,7 @@ func (rt *Runtime) Close() error {
 		return nil
 	}
 	rt.closed = true
-	lns := make([]closer, 0, len(rt.listeners))
-	for ln := range rt.listeners {
-		lns = append(lns, ln)
-	}
-	conns := make([]*netFD, 0, len(rt.conns))
-	for fd := range rt.conns {
-		conns = append(conns, fd)
-	}
-	stds := make([]net.Conn, 0, len(rt.stdConns))
-	for c := range rt.stdConns {
-		stds = append(stds, c)
-	}
+	lns, conns, stds := rt.snapshotLocked()
 	rt.mu.Unlock()
 	for _, ln := range lns {
 		ln.Close()
@@ -348,6 +327,24 @@ func (rt *Runtime) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return rt.pool.Close(ctx, sched.CancelQueued)
+}
+
+// snapshotLocked copies the open listeners, connections and std
+// connections (rt.mu held), so they can be closed without the lock.
+func (rt *Runtime) snapshotLocked() ([]closer, []*netFD, []net.Conn) {
+	lns := make([]closer, 0, len(rt.listeners))
+	for ln := range rt.listeners {
+		lns = append(lns, ln)
+	}
+	conns := make([]*netFD, 0, len(rt.conns))
+	for fd := range rt.conns {
+		conns = append(conns, fd)
+	}
+	stds := make([]net.Conn, 0, len(rt.stdConns))
+	for c := range rt.stdConns {
+		stds = append(stds, c)
+	}
+	return lns, conns, stds
 }
 
 func (rt *Runtime) stopLoops() {
