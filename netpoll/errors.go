@@ -26,6 +26,7 @@ type Error struct {
 	unsupported bool
 }
 
+// Error returns "netpoll: OP: errno text (detail)".
 func (e *Error) Error() string {
 	s := "netpoll: " + e.Op + ": " + e.Err.Error()
 	if e.Detail != "" {
