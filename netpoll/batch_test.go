@@ -36,7 +36,7 @@ func TestDeferTaskrunBatchedWake(t *testing.T) {
 			a, b := tcpPair(t)
 			peers[i] = a
 			bufs[i] = make([]byte, 8)
-			r.GetSQE().SetUserData(uint64(i + 1)).PrepRecv(b, bufs[i], 0)
+			r.GetSQE().SetUserData(uint64(i+1)).PrepRecv(b, bufs[i], 0)
 		}
 		if _, err := r.Submit(); err != nil {
 			t.Fatal(err)
