@@ -26,8 +26,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/netpoll"
+	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
 // version is set with -ldflags "-X main.version=...".
