@@ -90,9 +90,15 @@
 // Linux commit 90fa02883f ("io_uring: async hybrid mode for pollable
 // requests"):
 //
-//	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the loop
-//	             arms a poll and the caller parks until the completion batch
-//	             wakes it. No goroutine or kernel worker blocks on a socket.
+//	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
+//	             caller parks until a poll CQE of the completion batch wakes
+//	             it. Reads park on one multishot POLLIN armed on the
+//	             connection's first EAGAIN and kept for its life (one SQE per
+//	             connection, not per Read; a readiness that comes while
+//	             nobody waits is remembered, as in Go's netpoll); after a
+//	             short read the next Read waits for that CQE instead of a recv
+//	             that would say EAGAIN. Writes arm a one-shot POLLOUT on
+//	             EAGAIN. No goroutine or kernel worker blocks on a socket.
 //	PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
 //	             poll-arms it internally.
 //	PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
