@@ -93,7 +93,7 @@
 //	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
 //	             caller parks until a poll CQE of the completion batch wakes
 //	             it. Reads park on one multishot POLLIN armed on the
-//	             connection's first EAGAIN and kept for its life (one SQE per
+//	             connection opens and kept for its life (one SQE per
 //	             connection, not per Read; a readiness that comes while
 //	             nobody waits is remembered, as in Go's netpoll); after a
 //	             short read the next Read waits for that CQE instead of a recv
