@@ -92,7 +92,7 @@
 //
 //	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
 //	             caller parks until a poll CQE of the completion batch wakes
-//	             it. Reads park on one multishot POLLIN armed on the
+//	             it. Reads park on one multishot POLLIN armed when the
 //	             connection opens and kept for its life (one SQE per
 //	             connection, not per Read; a readiness that comes while
 //	             nobody waits is remembered, as in Go's netpoll); after a
