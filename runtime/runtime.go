@@ -57,12 +57,17 @@ type closer interface{ Close() error }
 // kernel.io_uring_disabled, ENOSYS on kernels without io_uring), naming the
 // fix. With BackendAuto it logs that cause once as a warning and serves
 // through Go's net. Metrics are registered on cfg.Registerer; a
-// registration conflict is returned as an error.
+// registration conflict is returned as an error. A Config field that is
+// neither zero (its default) nor in range fails with an error wrapping
+// ErrConfig that names the field.
 func New(cfg Config) (*Runtime, error) {
 	return newRuntime(cfg, netpoll.New)
 }
 
 func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error)) (*Runtime, error) {
+	if err := validate(&cfg); err != nil {
+		return nil, err
+	}
 	applyDefaults(&cfg)
 	rt := &Runtime{
 		cfg: cfg, logger: cfg.Logger, newRing: newRing,
@@ -83,6 +88,9 @@ func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error))
 			rt.backend = BackendUring
 		}
 	}
+	if rt.backend == BackendStd {
+		rt.features.Kernel = netpoll.KernelRelease() // for uringrt_backend_info
+	}
 	if cfg.Registerer != nil {
 		if err := rt.registerMetrics(cfg.Registerer); err != nil {
 			rt.Close()
@@ -90,6 +98,42 @@ func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error))
 		}
 	}
 	return rt, nil
+}
+
+// ErrConfig is wrapped by New's error for a Config field out of range.
+var ErrConfig = errors.New("uringrt: invalid Config")
+
+// validate rejects values that are neither zero (the default) nor in range,
+// rather than silently replacing them.
+func validate(cfg *Config) error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrConfig, field, v, want)
+	}
+	switch {
+	case cfg.Loops < 0:
+		return bad("Loops", cfg.Loops, "want >= 0 (0 = GOMAXPROCS)")
+	case cfg.Workers < 0:
+		return bad("Workers", cfg.Workers, "want >= 0 (0 = DefaultWorkers)")
+	case cfg.MaxConns < 0:
+		return bad("MaxConns", cfg.MaxConns, "want >= 0 (0 = no cap)")
+	case cfg.MaxWriteBuffer < 0:
+		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
+	case cfg.WaitLatency < 0:
+		return bad("WaitLatency", cfg.WaitLatency, "want >= 0 (0 = DefaultWaitLatency)")
+	case cfg.RingEntries > 32768:
+		return bad("RingEntries", cfg.RingEntries, "want <= 32768 SQEs")
+	case cfg.BufferSize < 0:
+		return bad("BufferSize", cfg.BufferSize, "want >= 0 bytes")
+	case cfg.Buffers < 0 || cfg.Buffers > 32768 || cfg.Buffers&(cfg.Buffers-1) != 0:
+		return bad("Buffers", cfg.Buffers, "want 0 or a power of two up to 32768")
+	case cfg.Backend < BackendAuto || cfg.Backend > BackendStd:
+		return bad("Backend", cfg.Backend, "want BackendAuto, BackendUring or BackendStd")
+	case cfg.Pollable < PollHybrid || cfg.Pollable > PollBlocking:
+		return bad("Pollable", cfg.Pollable, "want PollHybrid, PollRing, PollAsync or PollBlocking")
+	case cfg.WaitBatch < WaitBatchOn || cfg.WaitBatch > WaitBatchOff:
+		return bad("WaitBatch", cfg.WaitBatch, "want WaitBatchOn or WaitBatchOff")
+	}
+	return nil
 }
 
 func applyDefaults(cfg *Config) {

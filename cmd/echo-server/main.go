@@ -78,6 +78,15 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 		fmt.Fprintf(stderr, "echo-server: -api must be conn or callback, not %q\n", o.api)
 		return o, 2
 	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"loops", int64(o.loops)}, {"workers", int64(o.workers)}, {"max-conns", int64(o.maxConns)}, {"wait-latency", int64(o.waitLatency)}} {
+		if f.v < 0 {
+			fmt.Fprintf(stderr, "echo-server: -%s must not be negative\n", f.name)
+			return o, 2
+		}
+	}
 	if o.batch != "on" && o.batch != "off" {
 		fmt.Fprintf(stderr, "echo-server: -batch must be on or off, not %q\n", o.batch)
 		return o, 2
@@ -179,6 +188,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if msrv != nil {
 		msrv.Shutdown(ctx)
 	}
+	logger.Info("shutdown complete")
 	return 0
 }
 

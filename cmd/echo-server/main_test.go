@@ -44,6 +44,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-batch", "maybe"}, "maybe"},
 		{[]string{"-backend", "epoll"}, "epoll"},
 		{[]string{"-pollable", "sometimes"}, "sometimes"},
+		{[]string{"-loops", "-1"}, "-loops"},
+		{[]string{"-max-conns", "-3"}, "-max-conns"},
+		{[]string{"-wait-latency", "-5s"}, "-wait-latency"},
 		{[]string{"extra"}, "extra"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,0 +1,47 @@
+package runtime
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestConfigRejectsOutOfRange: values that are neither zero (the default)
+// nor in range fail New with ErrConfig naming the field, instead of being
+// replaced silently.
+func TestConfigRejectsOutOfRange(t *testing.T) {
+	tests := []struct {
+		field string
+		cfg   Config
+	}{
+		{"Loops", Config{Loops: -1}},
+		{"Workers", Config{Workers: -1}},
+		{"MaxConns", Config{MaxConns: -3}},
+		{"MaxWriteBuffer", Config{MaxWriteBuffer: -1}},
+		{"WaitLatency", Config{WaitLatency: -5 * time.Second}},
+		{"RingEntries", Config{RingEntries: 1 << 20}},
+		{"BufferSize", Config{BufferSize: -1}},
+		{"Buffers", Config{Buffers: 3}},
+		{"Backend", Config{Backend: 99}},
+		{"Pollable", Config{Pollable: 9}},
+		{"WaitBatch", Config{WaitBatch: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			rt, err := New(tt.cfg)
+			if err == nil {
+				rt.Close()
+				t.Fatal("New accepted it")
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("err = %v, want ErrConfig", err)
+			}
+			t.Log(err)
+		})
+	}
+	rt, err := New(Config{Backend: BackendStd, Buffers: 64, RingEntries: 32768})
+	if err != nil {
+		t.Fatalf("in-range config rejected: %v", err)
+	}
+	rt.Close()
+}
