@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -145,5 +146,50 @@ func TestCallbackAsyncWriteAndClose(t *testing.T) {
 	}
 	if _, err := cc.AsyncWrite([]byte("late")); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("AsyncWrite after close: %v", err)
+	}
+}
+
+// TestDialCallback drives a dialed connection through the callback API: the
+// client writes in OnOpen, checks the echo in OnData and closes.
+func TestDialCallback(t *testing.T) {
+	for _, backend := range []Backend{BackendUring, BackendStd} {
+		t.Run(backend.String(), func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1, Backend: backend})
+			addr := serveCB(t, rt, EchoHandler{})
+			got := make(chan []byte, 1)
+			closed := make(chan error, 1)
+			var buf []byte
+			_, err := rt.DialCallback(context.Background(), "tcp", addr, HandlerFuncs{
+				Open: func(c *CallbackConn) { c.Write([]byte("ping pong")) },
+				Data: func(c *CallbackConn, data []byte) {
+					buf = append(buf, data...)
+					if len(buf) == 9 {
+						got <- buf
+						c.Close()
+					}
+				},
+				Close: func(c *CallbackConn, err error) { closed <- err },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case b := <-got:
+				if string(b) != "ping pong" {
+					t.Fatalf("echo %q", b)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no echo")
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("OnClose after local Close: %v", err)
+			}
+			ln, _ := net.Listen("tcp", "127.0.0.1:0")
+			dead := ln.Addr().String()
+			ln.Close()
+			if _, err := rt.DialCallback(context.Background(), "tcp", dead, EchoHandler{}); err == nil {
+				t.Fatal("DialCallback to a closed port succeeded")
+			}
+		})
 	}
 }

@@ -110,6 +110,19 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 		}
 		return rt.trackStd(c), nil
 	}
+	addrs, err := rt.resolve(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	c, err := rt.dialAddrs(ctx, network, addrs, true)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// resolve turns address into the addresses to try, as net.Dial would.
+func (rt *Runtime) resolve(ctx context.Context, network, address string) ([]net.Addr, error) {
 	var addrs []net.Addr
 	switch network {
 	case "tcp", "tcp4", "tcp6":
@@ -133,9 +146,14 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 	default:
 		return nil, &net.OpError{Op: "dial", Net: network, Err: net.UnknownNetworkError(network)}
 	}
+	return addrs, nil
+}
+
+// dialAddrs tries addrs in order; start arms the net.Conn read path.
+func (rt *Runtime) dialAddrs(ctx context.Context, network string, addrs []net.Addr, start bool) (*Conn, error) {
 	var first error
 	for _, a := range addrs {
-		c, err := rt.dialOne(ctx, network, a)
+		c, err := rt.dialOne(ctx, network, a, start)
 		if err == nil {
 			return c, nil
 		}
@@ -166,7 +184,7 @@ func hostOrLocal(h string) string {
 	return h
 }
 
-func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr) (*Conn, error) {
+func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, start bool) (*Conn, error) {
 	var sa unix.Sockaddr
 	family := unix.AF_UNIX
 	switch a := a.(type) {
@@ -217,7 +235,9 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr) (*Co
 		}
 		return nil, opErr(err)
 	}
-	n.start(rt.cfg.Pollable == PollHybrid)
+	if start {
+		n.start(rt.cfg.Pollable == PollHybrid)
+	}
 	return &Conn{fd: n}, nil
 }
 
@@ -258,4 +278,35 @@ func mapCtxErr(err error) error {
 		return os.ErrDeadlineExceeded
 	}
 	return err
+}
+
+// DialCallback connects like DialContext and then serves the connection
+// with h through the callback API, as Serve does for accepted connections:
+// multishot recv into the loop's provided buffer ring, OnOpen, OnData and
+// OnClose on the loop, Write queued and sent in batches. OnOpen may run
+// before DialCallback returns. Errors are DialContext's. With BackendStd a
+// goroutine reads the connection and calls h.
+func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h Handler) (*CallbackConn, error) {
+	if rt.backend == BackendStd {
+		c, err := rt.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		cc := &CallbackConn{std: c, h: h}
+		go rt.runStdCallback(cc)
+		return cc, nil
+	}
+	addrs, err := rt.resolve(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	c, err := rt.dialAddrs(ctx, network, addrs, false)
+	if err != nil {
+		return nil, err
+	}
+	n := c.fd
+	n.cb = true
+	cc := newCallbackConn(n, h, nil)
+	n.l.post(request{kind: reqRegisterCB, cc: cc})
+	return cc, nil
 }

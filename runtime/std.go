@@ -131,7 +131,13 @@ func (rt *Runtime) serveStd(ln *stdListener, h Handler) error {
 }
 
 func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
-	cc := &CallbackConn{std: c, h: h}
+	rt.runStdCallback(&CallbackConn{std: c, h: h})
+}
+
+// runStdCallback reads cc's connection in this goroutine and calls its
+// handler until the connection ends.
+func (rt *Runtime) runStdCallback(cc *CallbackConn) {
+	c, h := cc.std, cc.h
 	var closeErr error
 	defer func() {
 		if v := recover(); v != nil {

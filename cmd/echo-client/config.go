@@ -28,6 +28,7 @@ type config struct {
 	serverPID       int
 	metricsURL      string
 	yield           bool
+	engine          string // "auto", "uring" or "net"
 }
 
 // errUsage reports a bad command line; its message is already printed.
@@ -51,6 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.dialTimeout, "dial-timeout", 5*time.Second, "timeout of one dial")
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "server `pid` whose CPU time and context switches are measured (0: none)")
 	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped for cqes_per_enter (empty: none)")
+	fs.StringVar(&cfg.engine, "engine", "auto", "client engine: uring (all connections on one uringrt loop, callback API), net (a goroutine per connection on Go's net), or auto (uring where io_uring works)")
 	fs.BoolVar(&cfg.yield, "yield", true, "yield to the other connections between a write and its read (fewer syscalls per message)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,6 +98,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-dial-timeout must be > 0, got %v", c.dialTimeout)
 	case c.serverPID < 0:
 		return fmt.Errorf("-server-pid must be >= 0, got %d", c.serverPID)
+	case c.engine != "auto" && c.engine != "uring" && c.engine != "net":
+		return fmt.Errorf("-engine must be auto, uring or net, got %q", c.engine)
 	}
 	return nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"log/slog"
+
 	"context"
 	"fmt"
+	uringrt "github.com/uringrt/uringrt/runtime"
 	"io"
 	"net"
 	"sync"
@@ -37,11 +40,6 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	if err := raiseNoFile(); err != nil {
 		logf("warning: cannot raise the open-file limit: %v", err)
 	}
-	conns, err := dialAll(ctx, cfg)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
 	var printed atomic.Int64
 	s := &runState{base: time.Now()}
 	s.errOut = func(msg string) {
@@ -52,7 +50,38 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			logf("further connection errors are counted, not shown")
 		}
 	}
-	workers, allDone, wg := startWorkers(s, conns, cfg)
+	var (
+		workers []*worker
+		allDone <-chan struct{}
+		stopAll func()
+	)
+	rt, err := newClientRuntime(cfg)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if rt != nil {
+		e, ws, err := startUring(ctx, rt, s, cfg)
+		if err != nil {
+			logf("%v", err)
+			return 1
+		}
+		workers, allDone, stopAll = ws, e.done, e.stop
+	} else {
+		conns, err := dialAll(ctx, cfg)
+		if err != nil {
+			logf("%v", err)
+			return 1
+		}
+		var wg *sync.WaitGroup
+		workers, allDone, wg = startWorkers(s, conns, cfg)
+		stopAll = func() {
+			for _, c := range conns {
+				c.Close()
+			}
+			wg.Wait()
+		}
+	}
 	stopProgress := startProgress(s, workers, logf)
 
 	interrupted := !wait(ctx, allDone, cfg.warmup)
@@ -63,10 +92,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	}
 	end := takeSample(ctx, cfg, workers)
 	s.phase.Store(phaseStop)
-	for _, c := range conns {
-		c.Close()
-	}
-	wg.Wait()
+	stopAll()
 	stopProgress()
 
 	sum := summarize(cfg, s, workers, start, end, logf)
@@ -230,4 +256,21 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// newClientRuntime returns the uringrt runtime the client runs on (-engine
+// uring, or auto where io_uring works), or nil for Go's net.
+func newClientRuntime(cfg config) (*uringrt.Runtime, error) {
+	if cfg.engine == "net" {
+		return nil, nil
+	}
+	rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		if cfg.engine == "uring" {
+			return nil, fmt.Errorf("-engine uring: %w", err)
+		}
+		return nil, nil
+	}
+	return rt, nil
 }
