@@ -99,3 +99,19 @@ func (m CloseMode) String() string {
 	}
 	return "CloseMode(?)"
 }
+
+// waitExited waits until exited is closed (every worker returned) or ctx
+// ends; an exit that raced with ctx still counts as done.
+func waitExited(ctx context.Context, exited <-chan struct{}) error {
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		select {
+		case <-exited:
+			return nil
+		default:
+			return ctx.Err()
+		}
+	}
+}

@@ -155,17 +155,7 @@ func (p *FixedPool) Close(ctx context.Context, mode CloseMode) error {
 			w.signal()
 		}
 	}
-	select {
-	case <-p.exited:
-		return nil
-	case <-ctx.Done():
-		select {
-		case <-p.exited:
-			return nil
-		default:
-			return ctx.Err()
-		}
-	}
+	return waitExited(ctx, p.exited)
 }
 
 // Stats returns a snapshot of the workers' counters.

@@ -102,17 +102,7 @@ func (p *SharedPool) Close(ctx context.Context, mode CloseMode) error {
 	p.closed = true
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	select {
-	case <-p.exited:
-		return nil
-	case <-ctx.Done():
-		select {
-		case <-p.exited:
-			return nil
-		default:
-			return ctx.Err()
-		}
-	}
+	return waitExited(ctx, p.exited)
 }
 
 // Stats returns a snapshot of the workers' counters; Queued is the length

@@ -12,10 +12,33 @@ import (
 // in flight. On the first failure it stops, closes what it opened and returns
 // an error naming the address and the cause.
 func dialAll(ctx context.Context, cfg config) ([]net.Conn, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	conns := make([]net.Conn, cfg.conns)
 	d := net.Dialer{Timeout: cfg.dialTimeout}
+	firstErr := dialEach(ctx, cfg, func(ctx context.Context, i int) error {
+		c, err := d.DialContext(ctx, "tcp", cfg.addr)
+		if err != nil {
+			return err
+		}
+		conns[i] = c
+		return nil
+	})
+	if firstErr != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, firstErr
+	}
+	return conns, nil
+}
+
+// dialEach calls dial for connections 0..cfg.conns-1 with at most
+// cfg.dialConcurrency in flight. On the first failure it cancels the rest
+// and returns an error naming the address and the cause.
+func dialEach(ctx context.Context, cfg config, dial func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -29,15 +52,13 @@ func dialAll(ctx context.Context, cfg config) ([]net.Conn, error) {
 				if i >= cfg.conns || ctx.Err() != nil {
 					return
 				}
-				c, err := d.DialContext(ctx, "tcp", cfg.addr)
-				if err != nil {
+				if err := dial(ctx, i); err != nil {
 					errOnce.Do(func() {
 						firstErr = fmt.Errorf("cannot connect to %s: %w", cfg.addr, cause(err))
 						cancel()
 					})
 					return
 				}
-				conns[i] = c
 			}
 		})
 	}
@@ -45,13 +66,5 @@ func dialAll(ctx context.Context, cfg config) ([]net.Conn, error) {
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = fmt.Errorf("cannot connect to %s: %w", cfg.addr, ctx.Err())
 	}
-	if firstErr != nil {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-		return nil, firstErr
-	}
-	return conns, nil
+	return firstErr
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
@@ -104,7 +103,6 @@ func (u *uringConn) OnClose(c *uringrt.CallbackConn, err error) {
 type uringEngine struct {
 	rt    *uringrt.Runtime
 	conns []*uringrt.CallbackConn
-	live  sync.WaitGroup
 	done  chan struct{}
 }
 
@@ -123,41 +121,20 @@ func startUring(ctx context.Context, rt *uringrt.Runtime, s *runState, cfg confi
 	}
 	dctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
 	defer cancel()
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	for range min(cfg.dialConcurrency, cfg.conns) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= cfg.conns || dctx.Err() != nil {
-					return
-				}
-				w := &worker{id: i, size: cfg.size, depth: cfg.depth}
-				workers[i] = w
-				u := &uringConn{w: w, s: s, pattern: newPattern(i, cfg.size), closed: closed,
-					sentAt: make([]int64, cfg.depth), rx: make([]byte, 0, cfg.size)}
-				u.exp = append([]byte(nil), u.pattern...)
-				u.wbuf = append([]byte(nil), u.pattern...)
-				c, err := rt.DialCallback(dctx, "tcp", cfg.addr, u)
-				if err != nil {
-					errOnce.Do(func() {
-						firstErr = fmt.Errorf("cannot connect to %s: %w", cfg.addr, cause(err))
-						cancel()
-					})
-					return
-				}
-				e.conns[i] = c
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr == nil && dctx.Err() != nil {
-		firstErr = fmt.Errorf("cannot connect to %s: %w", cfg.addr, dctx.Err())
-	}
+	firstErr := dialEach(dctx, cfg, func(ctx context.Context, i int) error {
+		w := &worker{id: i, size: cfg.size, depth: cfg.depth}
+		workers[i] = w
+		u := &uringConn{w: w, s: s, pattern: newPattern(i, cfg.size), closed: closed,
+			sentAt: make([]int64, cfg.depth), rx: make([]byte, 0, cfg.size)}
+		u.exp = append([]byte(nil), u.pattern...)
+		u.wbuf = append([]byte(nil), u.pattern...)
+		c, err := rt.DialCallback(ctx, "tcp", cfg.addr, u)
+		if err != nil {
+			return err
+		}
+		e.conns[i] = c
+		return nil
+	})
 	if firstErr != nil {
 		s.phase.Store(phaseStop) // what closes now is not an error of the run
 		rt.Close()
