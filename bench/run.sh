@@ -6,7 +6,8 @@
 #
 # The seed experiments use more uringrt servers: uring-blocking (pollable
 # blocking, 20 workers), uring-ring, uring-async (each also -iowq20: io-wq
-# capped at 20 workers), uring-conn-nobatch and uring-callback-nobatch.
+# capped at 20 workers), uring-conn-nobatch, uring-callback-nobatch and
+# uring-callback-idlepoll (busy-polls 20 us before sleeping).
 #
 # Every server runs pinned to CPU 0 with GOMAXPROCS=1 (uringrt with -loops 1),
 # the client pinned to CPU 1. Configurations:
@@ -74,7 +75,7 @@ for c in "${CONFIG_LIST[@]}"; do
 	config_args "$c" >/dev/null || { echo "run.sh: unknown config $c (want i, ii or iii)" >&2; exit 2; }
 done
 for s in "${SERVER_LIST[@]}"; do
-	case $s in std | gnet | uring-callback | uring-conn | uring-blocking | uring-ring | uring-ring-iowq20 | uring-async | uring-async-iowq20 | uring-conn-nobatch | uring-callback-nobatch) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
+	case $s in std | gnet | uring-callback | uring-conn | uring-blocking | uring-ring | uring-ring-iowq20 | uring-async | uring-async-iowq20 | uring-conn-nobatch | uring-callback-nobatch | uring-callback-idlepoll) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
 done
 
 mkdir -p "$OUT"
@@ -119,6 +120,8 @@ server_cmd() { # server addr
 	uring-async-iowq20) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable async -iowq-max-workers 20 -metrics-addr=" ;;
 	uring-conn-nobatch) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -batch off -metrics-addr=" ;;
 	uring-callback-nobatch) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -batch off -metrics-addr=" ;;
+	# Busy-poll 20 us before sleeping (Config.IdlePoll).
+	uring-callback-idlepoll) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -idle-poll 20us -metrics-addr=" ;;
 	esac
 }
 

@@ -97,3 +97,50 @@ func TestSQPoll(t *testing.T) {
 		}
 	}
 }
+
+// TestCQPendingSeesDeferredTaskwork: on a DEFER_TASKRUN|TASKRUN_FLAG ring a
+// recv completed by arriving data is held as task_work, not posted to the
+// CQ; CQPending sees it from user space (IORING_SQ_TASKRUN) with no
+// syscall, and an enter without waiting brings the CQE in. This is what a
+// loop's busy-poll before sleeping relies on.
+func TestCQPendingSeesDeferredTaskwork(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
+	if err != nil {
+		t.Skipf("no DEFER_TASKRUN: %v", err)
+	}
+	defer r.Close()
+	a, b := tcpPair(t)
+	buf := make([]byte, 8)
+	r.GetSQE().SetUserData(7).PrepRecv(b, buf, 0)
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if r.CQPending() {
+		t.Fatal("CQPending before any data arrived")
+	}
+	if _, err := unix.Write(a, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !r.CQPending() {
+		if time.Now().After(deadline) {
+			t.Fatal("CQPending stayed false for 5 s after the data arrived")
+		}
+	}
+	if n := r.CQReady(); n != 0 {
+		t.Fatalf("CQReady = %d before any enter: the completion was not deferred", n)
+	}
+	if _, err := r.Submit(); err != nil { // GETEVENTS without waiting: runs the task_work
+		t.Fatal(err)
+	}
+	var cqes [4]CQE
+	n, err := r.Reap(cqes[:])
+	if err != nil || n != 1 || cqes[0].UserData != 7 || cqes[0].Res != 1 {
+		t.Fatalf("reap: n=%d err=%v cqe=%+v, want the recv of 1 byte", n, err, cqes[0])
+	}
+	if r.CQPending() {
+		t.Fatal("CQPending after the CQ was reaped")
+	}
+}

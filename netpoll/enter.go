@@ -102,12 +102,25 @@ func (r *Ring) cqNeedsEnter() bool {
 	return f&sqTaskrun != 0
 }
 
+// CQPending reports, without a syscall, whether the loop has anything to reap:
+// CQEs in the CQ, or completions the kernel holds until the next enter with
+// GETEVENTS (deferred task_work flagged by IORING_SQ_TASKRUN, which needs
+// TASKRUN_FLAG, 5.19+; or overflowed CQEs, IORING_SQ_CQ_OVERFLOW). A loop
+// polls it before it sleeps (busy-poll); it is two atomic loads.
+func (r *Ring) CQPending() bool {
+	if atomic.LoadUint32(r.cqTail) != *r.cqHead {
+		return true
+	}
+	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
+}
+
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr) (int, syscall.Errno) {
 	r.stat.Enters++
 	var n uintptr
 	var errno syscall.Errno
-	if flags&enterGetEvents == 0 {
-		// Submit only: never blocks, skip the scheduler hand-off.
+	if flags&enterGetEvents == 0 || minComplete == 0 {
+		// Submit only, or flush without waiting: never blocks, skip the
+		// scheduler hand-off.
 		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), 0, uintptr(flags), uintptr(arg), argSz)
 	} else {
 		n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)

@@ -150,6 +150,21 @@ type Config struct {
 	// for more than one CQE returns after this long with what it has. 0
 	// means DefaultWaitLatency (50µs).
 	WaitLatency time.Duration
+	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
+	// the kernel's pending-task_work flag (IORING_SQ_TASKRUN, 5.19+) and
+	// its request queue in user space, without a syscall, before it sleeps
+	// in io_uring_enter. 0 (the default) never polls. Under sustained load a
+	// polling loop never sleeps, so it pays no context switch (and no
+	// wake-up latency) per batch; the price is up to IdlePoll of CPU per
+	// idle gap, so a loop whose load arrives more often than every
+	// IdlePoll keeps its core busy. Seastar's reactor and DPDK make the
+	// same trade. While it polls, the loop holds its P: with GOMAXPROCS=1
+	// other goroutines wait up to IdlePoll. It suits the callback API; a
+	// loop whose ring holds mostly polls of parked net.Conn goroutines skips
+	// it (every batch there wakes goroutines and pays the locked thread's P
+	// hand-off, and polling makes batches smaller). Metric:
+	// uringrt_idle_polls_total{outcome}.
+	IdlePoll time.Duration
 
 	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops

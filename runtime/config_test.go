@@ -25,6 +25,8 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		{"Backend", Config{Backend: 99}},
 		{"Pollable", Config{Pollable: 9}},
 		{"WaitBatch", Config{WaitBatch: 7}},
+		{"IdlePoll", Config{IdlePoll: -time.Microsecond}},
+		{"IdlePoll", Config{IdlePoll: 2 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

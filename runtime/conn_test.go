@@ -26,6 +26,7 @@ var tiers = []struct {
 	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},
 	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
 	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
+	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
 	{"std", Config{Backend: BackendStd}},
 }
 

@@ -25,6 +25,7 @@ type loop struct {
 	mu       sync.Mutex
 	queue    []request
 	sleeping atomic.Bool
+	posted   atomic.Bool // queue is non-empty (read by the idle poll)
 
 	// loop-owned from here on
 	spare      []request
@@ -162,6 +163,7 @@ func (l *loop) post(r request) {
 	l.mu.Lock()
 	l.queue = append(l.queue, r)
 	l.mu.Unlock()
+	l.posted.Store(true)
 	if l.sleeping.Load() && l.sleeping.CompareAndSwap(true, false) {
 		var one = [8]byte{1}
 		unix.Write(l.efd, one[:])
@@ -190,7 +192,7 @@ func (l *loop) run() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 {
+		if l.ring.CQReady() == 0 && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -213,6 +215,42 @@ func (l *loop) run() {
 			// Let the goroutines this batch released run before the loop
 			// blocks in the kernel again.
 			goruntime.Gosched()
+		}
+	}
+}
+
+// idlePoll busy-polls, for up to Config.IdlePoll, the CQ, the kernel's
+// pending-task_work flag and the request queue, and reports whether work
+// appeared (then the loop flushes it with a non-blocking enter instead of
+// sleeping). Under sustained load the loop then never sleeps, so it takes
+// no context switch per batch; the price is up to IdlePoll of CPU per idle
+// gap.
+func (l *loop) idlePoll() bool {
+	d := l.rt.cfg.IdlePoll
+	if d <= 0 || l.stopping || 2*l.polls > l.inflight {
+		// Mostly parked net.Conn readers: each batch then wakes
+		// goroutines and costs the locked thread's P hand-off, so
+		// polling (which makes batches smaller) costs more switches
+		// than it saves.
+		return false
+	}
+	if l.ring.Pending() > 0 {
+		// Prepared SQEs go to the kernel before the loop polls for
+		// their completions.
+		if _, err := l.ring.Submit(); err != nil {
+			l.enterError(err)
+			return true
+		}
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		if l.ring.CQPending() || l.posted.Load() {
+			l.stats.idlePollHits.Add(1)
+			return true
+		}
+		if i%64 == 0 && time.Since(start) >= d {
+			l.stats.idlePollMiss.Add(1)
+			return false
 		}
 	}
 }
@@ -264,6 +302,7 @@ func (l *loop) enterError(err error) {
 }
 
 func (l *loop) drainQueue() {
+	l.posted.Store(false)
 	l.mu.Lock()
 	q := l.queue
 	l.queue = l.spare[:0]

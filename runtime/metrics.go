@@ -21,6 +21,7 @@ type loopStats struct {
 	cqOverflows, sqFull        atomic.Uint64
 	pollArms                   atomic.Uint64
 	enobufs                    atomic.Uint64
+	idlePollHits, idlePollMiss atomic.Uint64
 	accepted, closed, rejected atomic.Uint64
 	readBytes, writtenBytes    atomic.Uint64
 	readInline, readPolled     atomic.Uint64
@@ -177,6 +178,7 @@ var (
 	dSQFull    = desc("sq_full_total", "Times the submission queue was full; the loop submitted and retried.", "loop")
 	dPollArms  = desc("poll_arms_total", "Polls armed through the ring (IORING_OP_POLL_ADD).", "loop")
 	dENOBUFS   = desc("buffer_ring_exhausted_total", "Recvs that found the provided buffer ring empty (ENOBUFS); re-armed after buffers came back.", "loop")
+	dIdlePoll  = desc("idle_polls_total", "Busy-polls before sleeping (Config.IdlePoll) by outcome: work (work appeared, no sleep) or timeout (the loop went to sleep).", "loop", "outcome")
 	dAccepted  = desc("connections_accepted_total", "Connections accepted.", "loop")
 	dClosed    = desc("connections_closed_total", "Accepted connections closed.", "loop")
 	dRejected  = desc("connections_rejected_total", "Connections closed at once because MaxConns was reached.", "loop")
@@ -204,7 +206,7 @@ type collector struct{ rt *Runtime }
 // Describe sends every metric's descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS,
-		dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
+		dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
 		dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics} {
 		ch <- d
 	}
@@ -226,6 +228,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dSQFull, s.sqFull.Load(), id)
 		counter(dPollArms, s.pollArms.Load(), id)
 		counter(dENOBUFS, s.enobufs.Load(), id)
+		counter(dIdlePoll, s.idlePollHits.Load(), id, "work")
+		counter(dIdlePoll, s.idlePollMiss.Load(), id, "timeout")
 		// closed first: a connection is counted accepted before closed,
 		// so active (accepted - closed) never reads negative.
 		cl := s.closed.Load()

@@ -120,6 +120,8 @@ func validate(cfg *Config) error {
 		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
 	case cfg.WaitLatency < 0:
 		return bad("WaitLatency", cfg.WaitLatency, "want >= 0 (0 = DefaultWaitLatency)")
+	case cfg.IdlePoll < 0 || cfg.IdlePoll > time.Second:
+		return bad("IdlePoll", cfg.IdlePoll, "want 0 (off) up to 1s")
 	case cfg.RingEntries > 32768:
 		return bad("RingEntries", cfg.RingEntries, "want <= 32768 SQEs")
 	case cfg.BufferSize < 0:

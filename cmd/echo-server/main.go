@@ -37,7 +37,7 @@ type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
 	loops, workers, maxConns                         int
 	iowqMax                                          uint
-	waitLatency                                      time.Duration
+	waitLatency, idlePoll                            time.Duration
 	showVersion                                      bool
 }
 
@@ -55,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
 	fs.StringVar(&o.batch, "batch", "on", "batched waiting for completions: on or off")
 	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
+	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
@@ -81,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"loops", int64(o.loops)}, {"workers", int64(o.workers)}, {"max-conns", int64(o.maxConns)}, {"wait-latency", int64(o.waitLatency)}} {
+	}{{"loops", int64(o.loops)}, {"workers", int64(o.workers)}, {"max-conns", int64(o.maxConns)}, {"wait-latency", int64(o.waitLatency)}, {"idle-poll", int64(o.idlePoll)}} {
 		if f.v < 0 {
 			fmt.Fprintf(stderr, "echo-server: -%s must not be negative\n", f.name)
 			return o, 2
@@ -125,7 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := uringrt.Config{
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
-		WaitLatency: o.waitLatency,
+		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll,
 	}
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
