@@ -25,7 +25,9 @@
 //	  iteration
 //
 // Only a loop touches its ring. Other goroutines post requests and wake the
-// loop through an eventfd only when it sleeps. A connection belongs to one
+// loop through an eventfd only when it sleeps. With Config.IdlePoll a loop
+// that finds nothing to reap first busy-polls its CQ, the kernel's
+// pending-task_work flag and its queue for that long before it sleeps. A connection belongs to one
 // loop for its life.
 //
 // # The contract
