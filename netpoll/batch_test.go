@@ -144,3 +144,45 @@ func TestCQPendingSeesDeferredTaskwork(t *testing.T) {
 		t.Fatal("CQPending after the CQ was reaped")
 	}
 }
+
+// TestSubmitAndWaitHoldP: the raw wait returns when the completion arrives
+// and, with none, when its timeout ends, like SubmitAndWait.
+func TestSubmitAndWaitHoldP(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
+	if err != nil {
+		t.Skipf("no DEFER_TASKRUN: %v", err)
+	}
+	defer r.Close()
+	a, b := tcpPair(t)
+	buf := make([]byte, 8)
+	r.GetSQE().SetUserData(9).PrepRecv(b, buf, 0)
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		unix.Write(a, []byte("hi"))
+	}()
+	var cqes [4]CQE
+	got := 0
+	deadline := time.Now().Add(5 * time.Second)
+	for got == 0 && time.Now().Before(deadline) {
+		if _, err := r.SubmitAndWaitHoldP(1, 500*time.Millisecond, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = r.Reap(cqes[:])
+	}
+	if got != 1 || cqes[0].UserData != 9 || cqes[0].Res != 2 {
+		t.Fatalf("got %d CQEs, first %+v; want the recv of 2 bytes", got, cqes[0])
+	}
+	r.GetSQE().SetUserData(10).PrepRecv(b, buf, 0) // never completes
+	start := time.Now()
+	if _, err := r.SubmitAndWaitHoldP(1, 3*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Reap(cqes[:]); n != 0 {
+		t.Fatalf("reaped %d CQEs from an idle ring", n)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("a 3 ms wait took %v", el)
+	}
+}

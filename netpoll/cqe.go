@@ -41,7 +41,7 @@ func (r *Ring) AdvanceCQ(n int) {
 func (r *Ring) Reap(dst []CQE) (int, error) {
 	n := r.PeekCQEs(dst)
 	if n == 0 && r.cqNeedsEnter() {
-		if _, errno := r.enter(0, 0, enterGetEvents|r.enterFlg, nil, 0); errno != 0 && errno != 4 /* EINTR */ {
+		if _, errno := r.enter(0, 0, enterGetEvents|r.enterFlg, nil, 0, false); errno != 0 && errno != 4 /* EINTR */ {
 			return 0, newError("io_uring_enter (flush)", errno)
 		}
 		n = r.PeekCQEs(dst)

@@ -30,11 +30,30 @@ func (r *Ring) Submit() (int, error) {
 // ignored. With minComplete 0 it only submits (and, with GETEVENTS skipped,
 // returns at once).
 //
-// It returns how many SQEs were submitted. EINTR is retried with the
-// remaining wait. EAGAIN and EBUSY come back as *Error for the caller to reap
+// It returns how many SQEs were submitted. EINTR is retried (the wait starts
+// again with the whole timeout). EAGAIN and EBUSY come back as *Error for the caller to reap
 // CQEs and retry; EEXIST means the ring has SINGLE_ISSUER and the calling
 // thread is not its submitter.
 func (r *Ring) SubmitAndWait(minComplete uint32, timeout, minWait time.Duration) (int, error) {
+	return r.submitAndWait(minComplete, timeout, minWait, false)
+}
+
+// SubmitAndWaitHoldP is SubmitAndWait with the wait made as a raw system
+// call (RawSyscall6): the calling goroutine keeps its P (its slot in Go's
+// scheduler) while the thread sleeps in the kernel, so Go's sysmon does not
+// hand the P to another thread when the wait passes its 20 µs tick, and the
+// thread comes back without asking for a P. Other goroutines cannot use
+// that P meanwhile: keep timeout short (a few hundred µs). Go's
+// preemption (sysmon after 10 ms, a GC stop-the-world) still interrupts the
+// wait with a signal (EINTR); SubmitAndWaitHoldP then returns at once
+// (nil error, what is ready is in the CQ) so that the preemption happens
+// in the caller's next function call. Otherwise it returns what
+// SubmitAndWait returns.
+func (r *Ring) SubmitAndWaitHoldP(minComplete uint32, timeout, minWait time.Duration) (int, error) {
+	return r.submitAndWait(minComplete, timeout, minWait, true)
+}
+
+func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration, holdP bool) (int, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
@@ -66,7 +85,7 @@ func (r *Ring) SubmitAndWait(minComplete uint32, timeout, minWait time.Duration)
 	}
 	submitted := 0
 	for {
-		n, errno := r.enter(toSubmit, minComplete, flags|r.enterFlg, argp, argSz)
+		n, errno := r.enter(toSubmit, minComplete, flags|r.enterFlg, argp, argSz, holdP)
 		if n > 0 {
 			submitted += n
 			r.stat.SQEsSubmitted += uint64(n)
@@ -75,6 +94,9 @@ func (r *Ring) SubmitAndWait(minComplete uint32, timeout, minWait time.Duration)
 		case 0:
 			return submitted, nil
 		case syscall.EINTR:
+			if holdP {
+				return submitted, nil
+			}
 			toSubmit -= uint32(n)
 			continue
 		case syscall.ETIME:
@@ -114,11 +136,11 @@ func (r *Ring) CQPending() bool {
 	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
 }
 
-func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr) (int, syscall.Errno) {
+func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr, holdP bool) (int, syscall.Errno) {
 	r.stat.Enters++
 	var n uintptr
 	var errno syscall.Errno
-	if flags&enterGetEvents == 0 || minComplete == 0 {
+	if flags&enterGetEvents == 0 || minComplete == 0 || holdP {
 		// Submit only, or flush without waiting: never blocks, skip the
 		// scheduler hand-off.
 		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), 0, uintptr(flags), uintptr(arg), argSz)

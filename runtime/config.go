@@ -165,6 +165,20 @@ type Config struct {
 	// hand-off, and polling makes batches smaller). Metric:
 	// uringrt_idle_polls_total{outcome}.
 	IdlePoll time.Duration
+	// DedicatedLoops lets a loop keep its P (its slot in Go's scheduler)
+	// while it waits for completions, for up to 1 ms per wait: the wait is
+	// a raw system call (netpoll Ring.SubmitAndWaitHoldP), so Go's sysmon
+	// does not hand the P to another thread when the wait passes its 20 µs
+	// tick and the loop thread does not queue for a P when it wakes. That
+	// hand-off is most of the context switches of a busy callback-API
+	// server (BENCHMARKS.md, seed 3). The price: other goroutines cannot
+	// use that P meanwhile; Go's preemption (after 10 ms) and GC still
+	// interrupt the wait. For a process that is mostly the server, with
+	// GOMAXPROCS above Loops or with little else to run. After a wait that
+	// found nothing the loop waits normally. Like IdlePoll, a loop whose
+	// ring holds mostly polls of parked net.Conn goroutines does not use
+	// it. Default false.
+	DedicatedLoops bool
 
 	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops

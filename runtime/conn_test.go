@@ -27,6 +27,7 @@ var tiers = []struct {
 	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
 	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
 	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
+	{"dedicated", Config{Loops: 1, Pollable: PollRing, DedicatedLoops: true}},
 	{"std", Config{Backend: BackendStd}},
 }
 

@@ -37,3 +37,42 @@ func TestIdlePollEchoesAndSleeps(t *testing.T) {
 		return got > timeouts, fmt.Sprintf(`idle_polls_total{outcome="timeout"} = %v, want > %v`, got, timeouts)
 	})
 }
+
+// TestDedicatedLoopsEchoAndIdle: with DedicatedLoops a callback echo is
+// served, goroutines still run beside a loop that keeps its P (a timer
+// fires on time within Go's 10 ms preemption bound, give or take the
+// machine), and an idle loop does not burn CPU.
+func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
+	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, DedicatedLoops: true, IdlePoll: 20 * time.Microsecond})
+	addr := echoServer(t, rt, "callback")
+	stop := make(chan struct{})
+	late := make(chan time.Duration, 1)
+	go func() { // a goroutine beside the loop: how late do its timers fire?
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				late <- worst
+				return
+			default:
+			}
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			worst = max(worst, time.Since(start)-time.Millisecond)
+		}
+	}()
+	cs, _ := echoTraffic(t, addr, 16, 100, 12)
+	close(stop)
+	w := <-late
+	t.Logf("worst timer lateness beside a dedicated loop under load: %v", w)
+	if w > 250*time.Millisecond {
+		t.Errorf("a 1 ms timer fired %v late: the loop starved other goroutines", w)
+	}
+	defer closeAll(cs)
+	const idle = 400 * time.Millisecond
+	before := cpuTime()
+	time.Sleep(idle)
+	if used := cpuTime() - before; used > idle/2 {
+		t.Errorf("process used %v of CPU in %v idle", used, idle)
+	}
+}

@@ -28,26 +28,27 @@ type loop struct {
 	posted   atomic.Bool // queue is non-empty (read by the idle poll)
 
 	// loop-owned from here on
-	spare      []request
-	slots      []*op
-	free       []uint32
-	inflight   int
-	cqes       []netpoll.CQE
-	wakes      []*pollDesc
-	opWakes    []*op
-	dirty      []*CallbackConn
-	bufRing    *netpoll.BufRing
-	wakeOp     op
-	wakeBuf    [8]byte
-	stopping   bool
-	batchAvg16 int      // EWMA of CQEs per wake-up, in sixteenths
-	polls      int      // armed polls (parked net.Conn readers and writers)
-	fixedOn    bool     // a sparse registered file table is in place
-	fixedNext  int32    // next never-used slot
-	fixedFree  []int32  // released slots
-	closing    []*netFD // waiting for their ops to finish before close(2)
-	cbConns    map[*CallbackConn]struct{}
-	serving    []*listener
+	spare       []request
+	slots       []*op
+	free        []uint32
+	inflight    int
+	cqes        []netpoll.CQE
+	wakes       []*pollDesc
+	opWakes     []*op
+	dirty       []*CallbackConn
+	bufRing     *netpoll.BufRing
+	wakeOp      op
+	wakeBuf     [8]byte
+	stopping    bool
+	batchAvg16  int      // EWMA of CQEs per wake-up, in sixteenths
+	holdPMissed bool     // the last wait kept the P (DedicatedLoops) and timed out empty
+	polls       int      // armed polls (parked net.Conn readers and writers)
+	fixedOn     bool     // a sparse registered file table is in place
+	fixedNext   int32    // next never-used slot
+	fixedFree   []int32  // released slots
+	closing     []*netFD // waiting for their ops to finish before close(2)
+	cbConns     map[*CallbackConn]struct{}
+	serving     []*listener
 
 	stats loopStats
 	hist  loopHists
@@ -200,11 +201,21 @@ func (l *loop) run() {
 				minC, timeout, minWait = l.waitPolicy(idle)
 			}
 		}
-		if _, err := l.ring.SubmitAndWait(minC, timeout, minWait); err != nil {
+		holdP := minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
+		var err error
+		if holdP {
+			_, err = l.ring.SubmitAndWaitHoldP(minC, min(timeout, holdPWaitCap), minWait)
+		} else {
+			_, err = l.ring.SubmitAndWait(minC, timeout, minWait)
+		}
+		if err != nil {
 			l.enterError(err)
 		}
 		l.sleeping.Store(false)
 		n := l.reap()
+		// A wait that kept the P and found nothing: the loop is idle, so
+		// the next wait gives the P back to Go's scheduler.
+		l.holdPMissed = holdP && n == 0
 		if minC > 0 {
 			l.noteBatch(n)
 		}
@@ -218,6 +229,10 @@ func (l *loop) run() {
 		}
 	}
 }
+
+// holdPWaitCap bounds a wait that keeps the loop's P (Config.DedicatedLoops):
+// past it the loop is idle and its next wait releases the P.
+const holdPWaitCap = time.Millisecond
 
 // idlePoll busy-polls, for up to Config.IdlePoll, the CQ, the kernel's
 // pending-task_work flag and the request queue, and reports whether work

@@ -38,7 +38,7 @@ type options struct {
 	loops, workers, maxConns                         int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion                                      bool
+	showVersion, dedicated                           bool
 }
 
 func main() {
@@ -56,6 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.StringVar(&o.batch, "batch", "on", "batched waiting for completions: on or off")
 	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
+	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
@@ -126,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := uringrt.Config{
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
-		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll,
+		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated,
 	}
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
