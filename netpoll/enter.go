@@ -10,8 +10,10 @@ import (
 )
 
 // Submit publishes prepared SQEs and submits them with one io_uring_enter
-// (none when SQPOLL runs and is awake). It does not wait and, on a
-// DEFER_TASKRUN ring, runs no task_work. It returns how many SQEs the kernel
+// (none when SQPOLL runs and is awake). It does not wait; on a
+// DEFER_TASKRUN ring it runs the pending task_work (and flushes overflowed
+// CQEs) only when the kernel flagged some (IORING_SQ_TASKRUN,
+// IORING_SQ_CQ_OVERFLOW), so CQEs may be ready after it. It returns how many SQEs the kernel
 // consumed. EINTR is retried; EAGAIN/EBUSY (the kernel is short of memory or
 // holds overflowed CQEs) return the error with the SQEs still queued.
 func (r *Ring) Submit() (int, error) {
@@ -136,14 +138,19 @@ func (r *Ring) CQPending() bool {
 	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
 }
 
+// rawSubmitMax is the most SQEs an enter submits as a raw system call.
+const rawSubmitMax = 64
+
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr, holdP bool) (int, syscall.Errno) {
 	r.stat.Enters++
 	var n uintptr
 	var errno syscall.Errno
-	if flags&enterGetEvents == 0 || minComplete == 0 || holdP {
-		// Submit only, or flush without waiting: never blocks, skip the
-		// scheduler hand-off.
-		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), 0, uintptr(flags), uintptr(arg), argSz)
+	if (flags&enterGetEvents == 0 || minComplete == 0 || holdP) && toSubmit <= rawSubmitMax {
+		// Submit only, or flush without waiting (it never sleeps), or a
+		// wait that keeps the P: skip the scheduler hand-off. A large
+		// submission can take milliseconds, so it goes through Syscall6,
+		// where Go's scheduler can take the P back meanwhile.
+		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
 	} else {
 		n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
 	}

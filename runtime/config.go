@@ -151,19 +151,23 @@ type Config struct {
 	// means DefaultWaitLatency (50µs).
 	WaitLatency time.Duration
 	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
-	// the kernel's pending-task_work flag (IORING_SQ_TASKRUN, 5.19+) and
-	// its request queue in user space, without a syscall, before it sleeps
-	// in io_uring_enter. 0 (the default) never polls. Under sustained load a
-	// polling loop never sleeps, so it pays no context switch (and no
-	// wake-up latency) per batch; the price is up to IdlePoll of CPU per
-	// idle gap, so a loop whose load arrives more often than every
-	// IdlePoll keeps its core busy. Seastar's reactor and DPDK make the
-	// same trade. While it polls, the loop holds its P: with GOMAXPROCS=1
-	// other goroutines wait up to IdlePoll. It suits the callback API; a
-	// loop whose ring holds mostly polls of parked net.Conn goroutines skips
-	// it (every batch there wakes goroutines and pays the locked thread's P
-	// hand-off, and polling makes batches smaller). Metric:
-	// uringrt_idle_polls_total{outcome}.
+	// the kernel's flags for pending task_work and overflowed CQEs
+	// (IORING_SQ_TASKRUN, 5.19+; IORING_SQ_CQ_OVERFLOW) and its request
+	// queue in user space, without a syscall, before it sleeps in
+	// io_uring_enter; at most 1s. 0 (the default) never polls. Under
+	// sustained load a polling loop never sleeps, so it pays no context
+	// switch (and no wake-up latency) per batch; the price is up to
+	// IdlePoll of CPU per idle gap, so a loop whose load arrives more often
+	// than every IdlePoll keeps its core busy (Seastar's reactor and DPDK
+	// make the same trade). A loop that found nothing for a whole wait (1 s)
+	// sleeps again without polling. While a loop keeps finding work it
+	// keeps its P: on a P it shares, other goroutines then run only when
+	// Go preempts the loop, about every 10 ms, so give the process more Ps
+	// than Loops if it runs other latency-sensitive goroutines. It suits the
+	// callback API; a loop whose ring holds mostly polls of parked net.Conn
+	// goroutines skips it (every batch there wakes goroutines and pays the
+	// locked thread's P hand-off, and polling makes batches smaller).
+	// Metric: uringrt_idle_polls_total{outcome}.
 	IdlePoll time.Duration
 	// DedicatedLoops lets a loop keep its P (its slot in Go's scheduler)
 	// while it waits for completions, for up to 1 ms per wait: the wait is

@@ -76,3 +76,20 @@ func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
 		t.Errorf("process used %v of CPU in %v idle", used, idle)
 	}
 }
+
+// TestIdlePollLongIdleDoesNotSpin: with the largest IdlePoll (1 s) a loop
+// left idle sleeps through its 1 s idle waits instead of polling after
+// each one (which would burn half a core).
+func TestIdlePollLongIdleDoesNotSpin(t *testing.T) {
+	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, IdlePoll: time.Second})
+	addr := echoServer(t, rt, "callback")
+	cs, _ := echoTraffic(t, addr, 2, 5, 12)
+	defer closeAll(cs)
+	time.Sleep(1200 * time.Millisecond) // the poll after the traffic, then one idle wait
+	const idle = 2200 * time.Millisecond
+	before := cpuTime()
+	time.Sleep(idle)
+	if used := cpuTime() - before; used > idle/4 {
+		t.Errorf("process used %v of CPU in %v idle: the loop polls after every idle wait", used, idle)
+	}
+}

@@ -42,6 +42,7 @@ type loop struct {
 	stopping    bool
 	batchAvg16  int      // EWMA of CQEs per wake-up, in sixteenths
 	holdPMissed bool     // the last wait kept the P (DedicatedLoops) and timed out empty
+	waitedEmpty bool     // the last wait ended with no CQE: skip the idle poll
 	polls       int      // armed polls (parked net.Conn readers and writers)
 	fixedOn     bool     // a sparse registered file table is in place
 	fixedNext   int32    // next never-used slot
@@ -216,6 +217,9 @@ func (l *loop) run() {
 		// A wait that kept the P and found nothing: the loop is idle, so
 		// the next wait gives the P back to Go's scheduler.
 		l.holdPMissed = holdP && n == 0
+		// A wait that ended with nothing (the 1 s idle timeout): the loop
+		// is idle, so it sleeps again without polling first.
+		l.waitedEmpty = minC > 0 && n == 0
 		if minC > 0 {
 			l.noteBatch(n)
 		}
@@ -242,16 +246,17 @@ const holdPWaitCap = time.Millisecond
 // gap.
 func (l *loop) idlePoll() bool {
 	d := l.rt.cfg.IdlePoll
-	if d <= 0 || l.stopping || 2*l.polls > l.inflight {
+	if d <= 0 || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
 		// Mostly parked net.Conn readers: each batch then wakes
 		// goroutines and costs the locked thread's P hand-off, so
 		// polling (which makes batches smaller) costs more switches
 		// than it saves.
 		return false
 	}
-	if l.ring.Pending() > 0 {
-		// Prepared SQEs go to the kernel before the loop polls for
-		// their completions.
+	if l.ring.SQSpace() < l.ring.SQEntries() {
+		// SQEs not yet consumed by the kernel (prepared, or left by an
+		// EAGAIN/EBUSY enter) go in before the loop polls for their
+		// completions.
 		if _, err := l.ring.Submit(); err != nil {
 			l.enterError(err)
 			return true
