@@ -37,6 +37,7 @@ var knownMetrics = map[string]string{
 	"uringrt_worker_panics_total":            "counter",
 	"uringrt_worker_batches_total":           "counter",
 	"uringrt_handler_panics_total":           "counter",
+	"uringrt_idle_polls_total":               "counter",
 	// gauges
 	"uringrt_connections_active": "gauge",
 	"uringrt_worker_queue_depth": "gauge",
@@ -108,7 +109,7 @@ func TestDashboardCoversMetrics(t *testing.T) {
 		"uringrt_buffer_ring_exhausted_total", "uringrt_worker_queue_depth",
 		"uringrt_worker_works_run_total", "uringrt_backend_info",
 		"uringrt_accept_errors_total", "uringrt_poll_arms_total", "uringrt_sqes_submitted_total",
-		"uringrt_blocking_queue_wait_seconds", "uringrt_handler_panics_total",
+		"uringrt_blocking_queue_wait_seconds", "uringrt_handler_panics_total", "uringrt_idle_polls_total",
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("dashboard has no query on %s", want)
