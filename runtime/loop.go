@@ -48,6 +48,8 @@ type loop struct {
 	fixedNext   int32    // next never-used slot
 	fixedFree   []int32  // released slots
 	closing     []*netFD // waiting for their ops to finish before close(2)
+	recancel    []*op    // cancels to send again (the last one failed)
+	recancelFD  []*netFD // fd cancels to send again
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
@@ -187,6 +189,7 @@ func (l *loop) run() {
 	idle := time.Second
 	for {
 		l.drainQueue()
+		l.resendCancels()
 		l.flushCB()
 		if l.stopping && l.inflight == 0 && len(l.closing) == 0 {
 			l.teardown()
@@ -458,14 +461,70 @@ func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
 	sqe.PrepRecv(o.fd, o.buf, 0)
 }
 
+// User data of cancel SQEs. A cancel that succeeds posts no CQE
+// (CQE_SKIP_SUCCESS); one that fails says which op or fd it was for, so
+// that the loop can send it again: an IOSQE_ASYNC recv caught moving from
+// io-wq to its internal poll is found by neither (ENOENT) or is running
+// (EALREADY), and without a second cancel it would wait for data forever.
+const (
+	udCancelOp = 1 << 62 // | slot+1 of the target op
+	udCancelFD = 1 << 61 // | the fd whose ops are cancelled
+)
+
 func (l *loop) cancelOp(o *op) {
 	if !o.armed || o.cancel {
 		return
 	}
 	o.cancel = true
+	l.sendCancel(o)
+}
+
+func (l *loop) sendCancel(o *op) {
 	sqe := l.getSQE()
 	sqe.PrepCancel(uint64(o.slot) + 1)
+	sqe.UserData = udCancelOp | (uint64(o.slot) + 1)
 	sqe.Flags |= netpoll.SQECQESkipSuccess
+}
+
+// cancelFailed handles the CQE of a cancel that found nothing to cancel or
+// found its target running: if the target is still in flight and still
+// meant to be cancelled, the cancel is sent again (on the loop's next
+// pass, so a target that is busy gets time to reach a cancellable state).
+func (l *loop) cancelFailed(ud uint64) {
+	switch {
+	case ud&udCancelOp != 0:
+		slot := ud&^udCancelOp - 1
+		if slot < uint64(len(l.slots)) {
+			if o := l.slots[slot]; o != nil && o.armed && o.cancel {
+				l.recancel = append(l.recancel, o)
+			}
+		}
+	case ud&udCancelFD != 0:
+		fd := int(ud &^ udCancelFD)
+		for _, nfd := range l.closing {
+			if nfd.fd == fd && nfd.armed > 0 {
+				l.recancelFD = append(l.recancelFD, nfd)
+			}
+		}
+	}
+}
+
+// resendCancels sends again the cancels that failed in the last batch.
+func (l *loop) resendCancels() {
+	for i, o := range l.recancel {
+		if o.armed && o.cancel {
+			l.sendCancel(o)
+		}
+		l.recancel[i] = nil
+	}
+	l.recancel = l.recancel[:0]
+	for i, nfd := range l.recancelFD {
+		if nfd.armed > 0 {
+			l.sendCancelFD(nfd)
+		}
+		l.recancelFD[i] = nil
+	}
+	l.recancelFD = l.recancelFD[:0]
 }
 
 // reap consumes every ready CQE and completes its op; the goroutines these
@@ -480,7 +539,11 @@ func (l *loop) reap() int {
 		for i := 0; i < n; i++ {
 			c := &l.cqes[i]
 			if c.UserData == 0 {
-				continue // a cancel's failure (ENOENT/EALREADY): nothing to do
+				continue // cancel-all's failure at teardown: nothing to do
+			}
+			if c.UserData&(udCancelOp|udCancelFD) != 0 {
+				l.cancelFailed(c.UserData)
+				continue
 			}
 			o := l.slots[c.UserData-1]
 			if o == nil {
@@ -584,13 +647,18 @@ func (l *loop) flushWakes() bool {
 // closeFD cancels every op on nfd and closes the fd once their CQEs are in.
 func (l *loop) closeFD(nfd *netFD) {
 	if nfd.armed > 0 {
-		sqe := l.getSQE()
-		sqe.PrepCancelFD(nfd.fd, true)
-		sqe.Flags |= netpoll.SQECQESkipSuccess
+		l.sendCancelFD(nfd)
 		l.closing = append(l.closing, nfd)
 		return
 	}
 	nfd.finalClose()
+}
+
+func (l *loop) sendCancelFD(nfd *netFD) {
+	sqe := l.getSQE()
+	sqe.PrepCancelFD(nfd.fd, true)
+	sqe.UserData = udCancelFD | uint64(nfd.fd)
+	sqe.Flags |= netpoll.SQECQESkipSuccess
 }
 
 func (l *loop) finishClosing() {

@@ -28,7 +28,23 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv("URINGRT_MANY_CLIENT"); spec != "" {
 		os.Exit(manyClient(spec))
 	}
+	if d := os.Getenv("URINGRT_CPU_HOG"); d != "" {
+		os.Exit(cpuHog(d))
+	}
 	os.Exit(m.Run())
+}
+
+// cpuHog spins one thread for the duration d (a Go duration): load for
+// tests that need busy CPUs, as on a loaded CI machine.
+func cpuHog(d string) int {
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 || dur > time.Minute {
+		return 2
+	}
+	end := time.Now().Add(dur)
+	for time.Now().Before(end) {
+	}
+	return 0
 }
 
 // idleClient opens N connections to addr ("addr,N"), echoes one byte on

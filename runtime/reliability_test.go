@@ -15,6 +15,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"os/exec"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
@@ -1099,3 +1100,65 @@ func TestShutdownUnderLoad(t *testing.T) {
 }
 
 var _ = goruntime.NumGoroutine
+
+// TestAsyncReadDeadlineUnderLoad: under PollAsync (IOSQE_ASYNC recv) a Read
+// whose deadline passes must return even when the cancel reaches the recv
+// while it moves from io-wq to its internal poll (the kernel answers ENOENT
+// or EALREADY and cancels nothing); the loop sends the cancel again. Before
+// that, with two other processes keeping the CPUs busy, a Read here hung
+// within a few thousand rounds.
+func TestAsyncReadDeadlineUnderLoad(t *testing.T) {
+	const hogFor = 10 * time.Second
+	for i := 0; i < 2; i++ {
+		hog := exec.Command(os.Args[0], "-test.run=^$")
+		hog.Env = append(os.Environ(), "URINGRT_CPU_HOG="+hogFor.String())
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+	rt := newRT(t, Config{Loops: 1, Pollable: PollAsync})
+	const conns = 16
+	end := time.Now().Add(hogFor - 2*time.Second)
+	var rounds atomic.Int64
+	errs := make(chan error, conns)
+	for k := 0; k < conns; k++ {
+		c, s := pair(t, rt, "tcp")
+		go func() {
+			errs <- func() error {
+				rng := rand.New(rand.NewSource(int64(k)))
+				msg := []byte("after the timeout")
+				got := make([]byte, len(msg))
+				buf := make([]byte, 64)
+				for time.Now().Before(end) {
+					rounds.Add(1)
+					s.SetReadDeadline(time.Now().Add(time.Duration(rng.Intn(1000)) * time.Microsecond))
+					done := make(chan error, 1)
+					go func() { _, err := s.Read(buf); done <- err }()
+					select {
+					case err := <-done:
+						if !errors.Is(err, os.ErrDeadlineExceeded) {
+							return fmt.Errorf("Read = %v, want a timeout", err)
+						}
+					case <-time.After(5 * time.Second):
+						return errors.New("a Read whose deadline passed is still blocked after 5 s")
+					}
+					if _, err := c.Write(msg); err != nil {
+						return err
+					}
+					s.SetReadDeadline(time.Now().Add(5 * time.Second))
+					if _, err := io.ReadFull(s, got); err != nil || !bytes.Equal(got, msg) {
+						return fmt.Errorf("the message after the timeout: %q, %v", got, err)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for k := 0; k < conns; k++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%d rounds on %d connections", rounds.Load(), conns)
+}
