@@ -216,6 +216,12 @@ func (l *loop) run() {
 			l.enterError(err)
 		}
 		l.sleeping.Store(false)
+		if l.posted.Load() {
+			// Requests posted before this batch's completions (an
+			// AsyncWrite, then the peer's reply to it) are handled
+			// before those completions run, keeping their order.
+			l.drainQueue()
+		}
 		n := l.reap()
 		// A wait that kept the P and found nothing: the loop is idle, so
 		// the next wait gives the P back to Go's scheduler.
@@ -461,9 +467,9 @@ func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
 	sqe.PrepRecv(o.fd, o.buf, 0)
 }
 
-// User data of cancel SQEs. A cancel that succeeds posts no CQE
-// (CQE_SKIP_SUCCESS); one that fails says which op or fd it was for, so
-// that the loop can send it again: an IOSQE_ASYNC recv caught moving from
+// User data of cancel SQEs: it says which op or fd a cancel was for, so
+// that the loop can send a cancel again when its target survived it (an op
+// cancel that succeeds posts no CQE, CQE_SKIP_SUCCESS): an IOSQE_ASYNC recv caught moving from
 // io-wq to its internal poll is found by neither (ENOENT) or is running
 // (EALREADY), and without a second cancel it would wait for data forever.
 const (
@@ -486,11 +492,12 @@ func (l *loop) sendCancel(o *op) {
 	sqe.Flags |= netpoll.SQECQESkipSuccess
 }
 
-// cancelFailed handles the CQE of a cancel that found nothing to cancel or
-// found its target running: if the target is still in flight and still
-// meant to be cancelled, the cancel is sent again (on the loop's next
-// pass, so a target that is busy gets time to reach a cancellable state).
-func (l *loop) cancelFailed(ud uint64) {
+// cancelDone handles the CQE of a cancel: one for an op comes only when
+// it failed (found nothing, or found the op running), one for an fd always.
+// If the target is still in flight and still meant to be cancelled, the
+// cancel is sent again (on the loop's next pass, so a target that is busy
+// gets time to reach a cancellable state).
+func (l *loop) cancelDone(ud uint64) {
 	switch {
 	case ud&udCancelOp != 0:
 		slot := ud&^udCancelOp - 1
@@ -542,7 +549,7 @@ func (l *loop) reap() int {
 				continue // cancel-all's failure at teardown: nothing to do
 			}
 			if c.UserData&(udCancelOp|udCancelFD) != 0 {
-				l.cancelFailed(c.UserData)
+				l.cancelDone(c.UserData)
 				continue
 			}
 			o := l.slots[c.UserData-1]
@@ -654,11 +661,13 @@ func (l *loop) closeFD(nfd *netFD) {
 	nfd.finalClose()
 }
 
+// sendCancelFD cancels every op on nfd. Its CQE always comes (no
+// CQE_SKIP_SUCCESS): a cancel that found some ops but missed one in
+// transition also succeeds, so the loop looks at nfd again after each.
 func (l *loop) sendCancelFD(nfd *netFD) {
 	sqe := l.getSQE()
 	sqe.PrepCancelFD(nfd.fd, true)
 	sqe.UserData = udCancelFD | uint64(nfd.fd)
-	sqe.Flags |= netpoll.SQECQESkipSuccess
 }
 
 func (l *loop) finishClosing() {
