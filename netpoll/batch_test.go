@@ -104,16 +104,7 @@ func TestSQPoll(t *testing.T) {
 // syscall, and an enter without waiting brings the CQE in. This is what a
 // loop's busy-poll before sleeping relies on.
 func TestCQPendingSeesDeferredTaskwork(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
-	if err != nil {
-		t.Skipf("no DEFER_TASKRUN: %v", err)
-	}
-	defer r.Close()
-	a, b := tcpPair(t)
-	buf := make([]byte, 8)
-	r.GetSQE().SetUserData(7).PrepRecv(b, buf, 0)
+	r, a := deferTaskrunRecv(t, 7)
 	if _, err := r.Submit(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,16 +139,7 @@ func TestCQPendingSeesDeferredTaskwork(t *testing.T) {
 // TestSubmitAndWaitHoldP: the raw wait returns when the completion arrives
 // and, with none, when its timeout ends, like SubmitAndWait.
 func TestSubmitAndWaitHoldP(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
-	if err != nil {
-		t.Skipf("no DEFER_TASKRUN: %v", err)
-	}
-	defer r.Close()
-	a, b := tcpPair(t)
-	buf := make([]byte, 8)
-	r.GetSQE().SetUserData(9).PrepRecv(b, buf, 0)
+	r, a := deferTaskrunRecv(t, 9)
 	go func() {
 		time.Sleep(2 * time.Millisecond)
 		unix.Write(a, []byte("hi"))
@@ -174,7 +156,9 @@ func TestSubmitAndWaitHoldP(t *testing.T) {
 	if got != 1 || cqes[0].UserData != 9 || cqes[0].Res != 2 {
 		t.Fatalf("after %d waits got %d CQEs, first %+v; want the recv of 2 bytes: the wait did not wait", calls, got, cqes[0])
 	}
-	r.GetSQE().SetUserData(10).PrepRecv(b, buf, 0) // never completes
+	_, idle := tcpPair(t)
+	buf := make([]byte, 8)
+	r.GetSQE().SetUserData(10).PrepRecv(idle, buf, 0) // never completes
 	start := time.Now()
 	if _, err := r.SubmitAndWaitHoldP(1, 3*time.Millisecond, 0); err != nil {
 		t.Fatal(err)
@@ -185,4 +169,24 @@ func TestSubmitAndWaitHoldP(t *testing.T) {
 	if el := time.Since(start); el > time.Second || el < 2*time.Millisecond {
 		t.Fatalf("a 3 ms wait took %v", el)
 	}
+}
+
+// deferTaskrunRecv locks the test's goroutine to its thread, sets up a
+// SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG ring there and preps (without
+// submitting) a recv of up to 8 bytes with user data ud on one end of a TCP
+// pair; it returns the ring and the other end's fd. It skips the test
+// without DEFER_TASKRUN; cleanup closes the ring and unlocks the thread.
+func deferTaskrunRecv(t *testing.T, ud uint64) (*Ring, int) {
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag})
+	if err != nil {
+		t.Skipf("no DEFER_TASKRUN: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	a, b := tcpPair(t)
+	buf := make([]byte, 8)
+	t.Cleanup(func() { runtime.KeepAlive(buf) })
+	r.GetSQE().SetUserData(ud).PrepRecv(b, buf, 0)
+	return r, a
 }
