@@ -50,6 +50,8 @@ type loop struct {
 	closing     []*netFD // waiting for their ops to finish before close(2)
 	recancel    []*op    // cancels to send again (the last one failed)
 	recancelFD  []*netFD // fd cancels to send again
+	lastResend  time.Time
+	inReapDrain bool
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
@@ -207,6 +209,9 @@ func (l *loop) run() {
 		}
 		holdP := minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
 		var err error
+		if minC > 0 && len(l.recancel)+len(l.recancelFD) > 0 {
+			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
+		}
 		if holdP {
 			_, err = l.ring.SubmitAndWaitHoldP(minC, min(timeout, holdPWaitCap), minWait)
 		} else {
@@ -516,22 +521,32 @@ func (l *loop) cancelDone(ud uint64) {
 	}
 }
 
-// resendCancels sends again the cancels that failed in the last batch.
+// cancelRetryGap spaces resent cancels: a target running in io-wq answers
+// EALREADY at once, and resending on every pass would spin the loop against
+// the worker it waits for.
+const cancelRetryGap = 50 * time.Microsecond
+
+// resendCancels sends again the cancels that failed, at most once per
+// cancelRetryGap (the loop's wait is shortened to that while some are due).
 func (l *loop) resendCancels() {
-	for i, o := range l.recancel {
+	if len(l.recancel)+len(l.recancelFD) == 0 || time.Since(l.lastResend) < cancelRetryGap {
+		return
+	}
+	l.lastResend = time.Now()
+	// Take the lists first: sending can reap (getSQE on a full SQ), and
+	// a cancel failing then is queued for the next round, not dropped.
+	ops, fds := l.recancel, l.recancelFD
+	l.recancel, l.recancelFD = nil, nil
+	for _, o := range ops {
 		if o.armed && o.cancel {
 			l.sendCancel(o)
 		}
-		l.recancel[i] = nil
 	}
-	l.recancel = l.recancel[:0]
-	for i, nfd := range l.recancelFD {
+	for _, nfd := range fds {
 		if nfd.armed > 0 {
 			l.sendCancelFD(nfd)
 		}
-		l.recancelFD[i] = nil
 	}
-	l.recancelFD = l.recancelFD[:0]
 }
 
 // reap consumes every ready CQE and completes its op; the goroutines these
@@ -539,9 +554,17 @@ func (l *loop) resendCancels() {
 func (l *loop) reap() int {
 	total := 0
 	for {
+		entered := l.ring.CQReady() == 0 // Reap then enters to flush task_work
 		n, err := l.ring.Reap(l.cqes)
 		if err != nil {
 			l.enterError(err)
+		}
+		if entered && n > 0 && l.posted.Load() && !l.inReapDrain {
+			// The same ordering as after the loop's wait: what was
+			// posted before these completions ran goes first.
+			l.inReapDrain = true
+			l.drainQueue()
+			l.inReapDrain = false
 		}
 		for i := 0; i < n; i++ {
 			c := &l.cqes[i]

@@ -34,6 +34,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startCPUHogs starts n child processes that each spin one CPU for d, and
+// kills them when the test ends.
+func startCPUHogs(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		hog := exec.Command(os.Args[0], "-test.run=^$")
+		hog.Env = append(os.Environ(), "URINGRT_CPU_HOG="+d.String())
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+}
+
 // cpuHog spins one thread for the duration d (a Go duration): load for
 // tests that need busy CPUs, as on a loaded CI machine.
 func cpuHog(d string) int {

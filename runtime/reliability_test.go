@@ -15,7 +15,6 @@ import (
 	"math/rand"
 	"net"
 	"os"
-	"os/exec"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
@@ -1109,14 +1108,7 @@ var _ = goruntime.NumGoroutine
 // within a few thousand rounds.
 func TestAsyncReadDeadlineUnderLoad(t *testing.T) {
 	const hogFor = 10 * time.Second
-	for i := 0; i < 2; i++ {
-		hog := exec.Command(os.Args[0], "-test.run=^$")
-		hog.Env = append(os.Environ(), "URINGRT_CPU_HOG="+hogFor.String())
-		if err := hog.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-	}
+	startCPUHogs(t, 2, hogFor)
 	rt := newRT(t, Config{Loops: 1, Pollable: PollAsync})
 	const conns = 16
 	end := time.Now().Add(hogFor - 2*time.Second)
