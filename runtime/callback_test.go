@@ -126,19 +126,8 @@ func TestCallbackAsyncWriteAndClose(t *testing.T) {
 		},
 		Close: func(c *CallbackConn, err error) { closed <- err },
 	})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cc := <-opened
-	if _, err := cc.AsyncWrite([]byte("hello ")); err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte("quit"))
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got, err := io.ReadAll(c)
-	if err != nil || string(got) != "hello bye" {
+	got, cc, err := asyncWriteThenQuit(t, addr, opened)
+	if err != nil || got != "hello bye" {
 		t.Fatalf("got %q, %v", got, err)
 	}
 	if err := <-closed; err != nil {
@@ -229,19 +218,8 @@ func TestCallbackAsyncWriteOrderTiers(t *testing.T) {
 			const rounds = 2000
 			bad := 0
 			for i := 0; i < rounds; i++ {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cc := <-opened
-				if _, err := cc.AsyncWrite([]byte("hello ")); err != nil {
-					t.Fatal(err)
-				}
-				c.Write([]byte("quit"))
-				c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				got, err := io.ReadAll(c)
-				c.Close()
-				if err != nil || string(got) != "hello bye" {
+				got, _, err := asyncWriteThenQuit(t, addr, opened)
+				if err != nil || got != "hello bye" {
 					if bad++; bad <= 2 {
 						t.Errorf("round %d: got %q, %v; want \"hello bye\"", i, got, err)
 					}
@@ -252,4 +230,24 @@ func TestCallbackAsyncWriteOrderTiers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asyncWriteThenQuit dials addr, AsyncWrites "hello " on the server's side
+// of the connection (received from opened), then sends "quit" (to which
+// the handler answers "bye" and closes) and returns all the client read.
+func asyncWriteThenQuit(t *testing.T, addr string, opened <-chan *CallbackConn) (string, *CallbackConn, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := <-opened
+	if _, err := cc.AsyncWrite([]byte("hello ")); err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("quit"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	return string(got), cc, err
 }

@@ -33,13 +33,26 @@ func countFDs(t testing.TB) int {
 	return len(ents)
 }
 
-// listFDs describes the open descriptors (for failure messages).
+// listFDs describes the open descriptors (for failure messages): each
+// fd, what it points at and, for a TCP socket, its local and remote
+// address and state (hex, as /proc/net/tcp has them; st 08 is CLOSE_WAIT).
 func listFDs() string {
 	ents, _ := os.ReadDir("/proc/self/fd")
 	var b strings.Builder
 	for _, e := range ents {
 		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
 		fmt.Fprintf(&b, "%s->%s ", e.Name(), target)
+		if ino, ok := strings.CutPrefix(target, "socket:["); ok {
+			ino = strings.TrimSuffix(ino, "]")
+			for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+				data, _ := os.ReadFile(f)
+				for _, line := range strings.Split(string(data), "\n") {
+					if fs := strings.Fields(line); len(fs) > 9 && fs[9] == ino {
+						fmt.Fprintf(&b, "(%s %s st %s) ", fs[1], fs[2], fs[3])
+					}
+				}
+			}
+		}
 	}
 	return b.String()
 }

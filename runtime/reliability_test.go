@@ -81,29 +81,6 @@ func relFdCount(t testing.TB) int {
 	return len(ents)
 }
 
-// relFdList names the open descriptors and what they point at, for
-// failure messages.
-func relFdList() string {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	var b strings.Builder
-	for _, e := range ents {
-		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
-		fmt.Fprintf(&b, " %s->%s", e.Name(), target)
-		if ino, ok := strings.CutPrefix(target, "socket:["); ok {
-			ino = strings.TrimSuffix(ino, "]")
-			for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-				data, _ := os.ReadFile(f)
-				for _, line := range strings.Split(string(data), "\n") {
-					if fs := strings.Fields(line); len(fs) > 9 && fs[9] == ino {
-						fmt.Fprintf(&b, "(%s %s st %s)", fs[1], fs[2], fs[3])
-					}
-				}
-			}
-		}
-	}
-	return b.String()
-}
-
 // relRssBytes is VmRSS from /proc/self/status.
 func relRssBytes(t testing.TB) int64 {
 	t.Helper()
@@ -975,7 +952,7 @@ func TestNetworkChaosNoCrash(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !relWaitFor(5*time.Second, func() bool { return relFdCount(t) <= fds }) {
-					t.Fatalf("descriptors: %d before, %d after:%s", fds, relFdCount(t), relFdList())
+					t.Fatalf("descriptors: %d before, %d after:%s", fds, relFdCount(t), listFDs())
 				}
 			})
 		}
