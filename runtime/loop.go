@@ -51,7 +51,7 @@ type loop struct {
 	recancel    []*op    // cancels to send again (the last one failed)
 	recancelFD  []*netFD // fd cancels to send again
 	lastResend  time.Time
-	inReapDrain bool
+	draining    bool // in drainQueue
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
@@ -335,7 +335,16 @@ func (l *loop) enterError(err error) {
 	time.Sleep(time.Millisecond) // never spin on a persistent error
 }
 
+// drainQueue handles the queued requests. It does nothing when called
+// from inside itself (a request's handling can reap, through getSQE on a
+// full SQ): the inner call would take the queue's spare backing array
+// while the outer one still reads it.
 func (l *loop) drainQueue() {
+	if l.draining {
+		return
+	}
+	l.draining = true
+	defer func() { l.draining = false }()
 	l.posted.Store(false)
 	l.mu.Lock()
 	q := l.queue
@@ -474,9 +483,10 @@ func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
 
 // User data of cancel SQEs: it says which op or fd a cancel was for, so
 // that the loop can send a cancel again when its target survived it (an op
-// cancel that succeeds posts no CQE, CQE_SKIP_SUCCESS): an IOSQE_ASYNC recv caught moving from
-// io-wq to its internal poll is found by neither (ENOENT) or is running
-// (EALREADY), and without a second cancel it would wait for data forever.
+// cancel that succeeds posts no CQE, CQE_SKIP_SUCCESS). An IOSQE_ASYNC recv
+// caught moving from io-wq to its internal poll is found by neither
+// (ENOENT) or is running (EALREADY); without a second cancel it would wait
+// for data forever.
 const (
 	udCancelOp = 1 << 62 // | slot+1 of the target op
 	udCancelFD = 1 << 61 // | the fd whose ops are cancelled
@@ -559,12 +569,10 @@ func (l *loop) reap() int {
 		if err != nil {
 			l.enterError(err)
 		}
-		if entered && n > 0 && l.posted.Load() && !l.inReapDrain {
+		if entered && n > 0 && l.posted.Load() {
 			// The same ordering as after the loop's wait: what was
 			// posted before these completions ran goes first.
-			l.inReapDrain = true
 			l.drainQueue()
-			l.inReapDrain = false
 		}
 		for i := 0; i < n; i++ {
 			c := &l.cqes[i]
