@@ -41,15 +41,15 @@ type loop struct {
 	wakeOp      op
 	wakeBuf     [8]byte
 	stopping    bool
-	batchAvg16  int      // EWMA of CQEs per wake-up, in sixteenths
-	holdPMissed bool     // the last wait kept the P (DedicatedLoops) and timed out empty
-	waitedEmpty bool     // the last wait ended with no CQE: skip the idle poll
-	polls       int      // armed polls (parked net.Conn readers and writers)
-	fixedOn     bool     // a sparse registered file table is in place
-	fixedNext   int32    // next never-used slot
-	fixedFree   []int32  // released slots
-	closing     int   // fds waiting for their ops' CQEs before close(2)
-	recancel    []*op // cancels to send again (the last one failed)
+	batchAvg16  int     // EWMA of CQEs per wake-up, in sixteenths
+	holdPMissed bool    // the last wait kept the P (DedicatedLoops) and timed out empty
+	waitedEmpty bool    // the last wait ended with no CQE: skip the idle poll
+	polls       int     // armed polls (parked net.Conn readers and writers)
+	fixedOn     bool    // a sparse registered file table is in place
+	fixedNext   int32   // next never-used slot
+	fixedFree   []int32 // released slots
+	closing     int     // fds waiting for their ops' CQEs before close(2)
+	recancel    []*op   // cancels to send again (the last one failed)
 	lastResend  time.Time
 	draining    bool // in drainQueue
 	cbConns     map[*CallbackConn]struct{}
