@@ -78,10 +78,12 @@ func segments(n int, oob []byte, typ int32) int {
 }
 
 var (
-	dUDPDatagrams = desc("udp_datagrams_total", "UDP datagrams through PacketConns by direction: in (received; UDP_GRO-coalesced ones counted by segment) or out (sent; a UDP_SEGMENT send counted by segment).", "loop", "direction")
-	dUDPBytes     = desc("udp_bytes_total", "UDP payload bytes through PacketConns by direction: in or out.", "loop", "direction")
+	dUDPInDgrams  = desc("udp_received_datagrams_total", "UDP datagrams received by PacketConns (UDP_GRO-coalesced ones counted by segment).", "loop")
+	dUDPOutDgrams = desc("udp_sent_datagrams_total", "UDP datagrams sent by PacketConns (a UDP_SEGMENT send counted by segment).", "loop")
+	dUDPInBytes   = desc("udp_received_bytes_total", "UDP payload bytes received by PacketConns.", "loop")
+	dUDPOutBytes  = desc("udp_sent_bytes_total", "UDP payload bytes sent by PacketConns.", "loop")
 	dUDPTrunc     = desc("udp_truncated_total", "UDP datagrams received longer than the reader's buffer (MSG_TRUNC): the rest was discarded.", "loop")
-	dUDPPolled    = desc("udp_poll_waits_total", "PacketConn reads and writes that found EAGAIN at the nonblock try and parked on the loop's poll, by direction.", "loop", "direction")
+	dUDPPolled    = desc("udp_poll_waits_total", "PacketConn reads and writes that found EAGAIN at the nonblock try and parked on the loop's poll, by op: read or write.", "loop", "op")
 )
 
 // udpCollector exports the loops' udpStats.
@@ -89,7 +91,7 @@ type udpCollector struct{ rt *Runtime }
 
 // Describe sends the UDP metrics' descriptors.
 func (c udpCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dUDPDatagrams, dUDPBytes, dUDPTrunc, dUDPPolled} {
+	for _, d := range []*prometheus.Desc{dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled} {
 		ch <- d
 	}
 }
@@ -102,12 +104,12 @@ func (c udpCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range c.rt.loops {
 		id := strconv.Itoa(l.id)
 		s := &l.udp
-		counter(dUDPDatagrams, s.inDatagrams.Load(), id, "in")
-		counter(dUDPDatagrams, s.outDatagrams.Load(), id, "out")
-		counter(dUDPBytes, s.inBytes.Load(), id, "in")
-		counter(dUDPBytes, s.outBytes.Load(), id, "out")
+		counter(dUDPInDgrams, s.inDatagrams.Load(), id)
+		counter(dUDPOutDgrams, s.outDatagrams.Load(), id)
+		counter(dUDPInBytes, s.inBytes.Load(), id)
+		counter(dUDPOutBytes, s.outBytes.Load(), id)
 		counter(dUDPTrunc, s.truncated.Load(), id)
-		counter(dUDPPolled, s.inPolled.Load(), id, "in")
-		counter(dUDPPolled, s.outPolled.Load(), id, "out")
+		counter(dUDPPolled, s.inPolled.Load(), id, "read")
+		counter(dUDPPolled, s.outPolled.Load(), id, "write")
 	}
 }
