@@ -35,7 +35,7 @@ var version = "dev"
 
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
-	loops, workers, maxConns                         int
+	loops, workers, maxConns, bufSize                int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
@@ -61,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on open connections (0 = none)")
+	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, fmt.Sprintf("bytes each net.Conn Read takes at most (-api conn), %d to %d", minBufSize, maxBufSize))
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9100", "address serving /metrics (empty disables)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +89,10 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 			fmt.Fprintf(stderr, "echo-server: -%s must not be negative\n", f.name)
 			return o, 2
 		}
+	}
+	if err := checkBufSize(o.bufSize); err != nil {
+		fmt.Fprintf(stderr, "echo-server: %v\n", err)
+		return o, 2
 	}
 	if o.batch != "on" && o.batch != "off" {
 		fmt.Fprintf(stderr, "echo-server: -batch must be on or off, not %q\n", o.batch)
@@ -174,7 +179,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			rt.Serve(ln, uringrt.EchoHandler{})
 			return
 		}
-		acceptLoop(ln, logger)
+		acceptLoop(ln, logger, o.bufSize)
 	}()
 
 	sig := make(chan os.Signal, 1)
@@ -196,7 +201,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // acceptLoop serves the net.Conn API: a goroutine per connection copying
 // what it reads back, backing off on temporary accept errors as net/http.
-func acceptLoop(ln net.Listener, logger *slog.Logger) {
+func acceptLoop(ln net.Listener, logger *slog.Logger, bufSize int) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -214,22 +219,6 @@ func acceptLoop(ln net.Listener, logger *slog.Logger) {
 			continue
 		}
 		backoff = 0
-		go echo(c)
-	}
-}
-
-func echo(c net.Conn) {
-	defer c.Close()
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
+		go echo(c, bufSize)
 	}
 }
