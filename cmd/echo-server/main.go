@@ -35,7 +35,9 @@ var version = "dev"
 
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
+	network                                          string // tcp (or unix, from the address) or udp
 	loops, workers, maxConns                         int
+	udpReaders                                       int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
@@ -50,6 +52,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address (host:port, or a path with -network unix)")
+	fs.StringVar(&o.network, "network", "tcp", "tcp (unix when -addr is a path) or udp: echo datagrams on a PacketConn (udp.go)")
+	fs.IntVar(&o.udpReaders, "udp-readers", 1, "with -network udp: goroutines reading the socket (more than 1 may reorder a sender's echoes)")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
@@ -88,6 +92,10 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 			fmt.Fprintf(stderr, "echo-server: -%s must not be negative\n", f.name)
 			return o, 2
 		}
+	}
+	if o.network != "tcp" && o.network != "udp" {
+		fmt.Fprintf(stderr, "echo-server: -network must be tcp or udp, not %q\n", o.network)
+		return o, 2
 	}
 	if o.batch != "on" && o.batch != "off" {
 		fmt.Fprintf(stderr, "echo-server: -batch must be on or off, not %q\n", o.batch)
@@ -139,6 +147,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 1
+	}
+	if o.network == "udp" {
+		return runUDP(rt, o, reg, logger, stderr)
 	}
 	network := "tcp"
 	if len(o.addr) > 0 && (o.addr[0] == '/' || o.addr[0] == '.') {
