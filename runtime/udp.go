@@ -124,6 +124,9 @@ func (rt *Runtime) ListenUDP(network string, laddr *net.UDPAddr) (*PacketConn, e
 // "dial".
 func (rt *Runtime) DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketConn, error) {
 	if err := rt.udpCheck("dial", network); err != nil {
+		if raddr != nil {
+			err.(*net.OpError).Addr = raddr
+		}
 		return nil, err
 	}
 	uc, err := net.DialUDP(network, laddr, raddr)
@@ -133,7 +136,7 @@ func (rt *Runtime) DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketCo
 	return rt.adoptUDP(uc, network, "dial", true)
 }
 
-func (rt *Runtime) udpCheck(op, network string) error {
+func (rt *Runtime) udpCheck(op, network string) error { // *net.OpError or nil
 	switch network {
 	case "udp", "udp4", "udp6":
 	default:
