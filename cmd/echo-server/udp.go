@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
@@ -23,7 +21,8 @@ import (
 // runUDP is echo-server -network udp: one UDP socket (a uringrt
 // PacketConn) echoing every datagram to its sender, read by -udp-readers
 // goroutines (default 1, which keeps each sender's echoes in order), until
-// SIGINT or SIGTERM. It returns the exit code.
+// SIGINT or SIGTERM (after -drain-delay, /readyz answering 503). It
+// returns the exit code.
 func runUDP(rt *uringrt.Runtime, o options, reg *prometheus.Registry, logger *slog.Logger, stderr io.Writer) int {
 	pc, err := rt.ListenPacket("udp", o.addr)
 	if err != nil {
@@ -34,7 +33,8 @@ func runUDP(rt *uringrt.Runtime, o options, reg *prometheus.Registry, logger *sl
 	// Room for bursts from many clients.
 	pc.SetReadBuffer(4 << 20)
 	pc.SetWriteBuffer(4 << 20)
-	var msrv *http.Server
+	hs := new(health)
+	var msrv *metricsServer
 	if o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", o.metricsAddr)
 		if err != nil {
@@ -42,11 +42,11 @@ func runUDP(rt *uringrt.Runtime, o options, reg *prometheus.Registry, logger *sl
 			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
 			return 2
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go msrv.Serve(mln)
+		hostInfo := o.metricsHostInfo == "on" || o.metricsHostInfo == "auto" && isLoopback(o.metricsAddr)
+		msrv = newMetricsServer(mln, reg, hs, metricsConfig{maxConns: o.metricsMaxConns, idleTimeout: o.metricsIdleTimeout, hostInfo: hostInfo})
+		go msrv.serve()
 	}
+	hs.listening.Store(true)
 	readers := max(o.udpReaders, 1)
 	logger.Info("echo-server listening", "addr", pc.LocalAddr().String(), "network", "udp", "readers", readers,
 		"backend", rt.Backend().String(), "loops", rt.Config().Loops, "metrics", o.metricsAddr, "version", version)
@@ -57,15 +57,23 @@ func runUDP(rt *uringrt.Runtime, o options, reg *prometheus.Registry, logger *sl
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
+	hs.draining.Store(true)
+	if o.drainDelay > 0 {
+		logger.Info("draining: /readyz answers 503", "signal", s.String(), "drain_delay", o.drainDelay)
+		select {
+		case <-time.After(o.drainDelay):
+		case s = <-sig:
+		}
+	}
 	logger.Info("shutting down", "signal", s.String())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	if err := rt.Shutdown(ctx); err != nil { // closes pc
 		logger.Warn("shutdown", "err", err)
 	}
 	wg.Wait()
 	if msrv != nil {
-		msrv.Shutdown(ctx)
+		msrv.srv.Shutdown(ctx)
 	}
 	logger.Info("shutdown complete")
 	return 0
