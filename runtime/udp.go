@@ -89,9 +89,10 @@ func DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketConn, error) {
 // ListenPacket announces on the local address for networks "udp", "udp4"
 // and "udp6", like net.ListenPacket (address resolution, dual stack and
 // SO_BROADCAST are Go's net's, then the socket is driven by one of this
-// runtime's loops). Errors are *net.OpError with Op "listen", as from
-// net.ListenPacket (EADDRINUSE, EACCES, an unknown network, ...), or
-// net.ErrClosed once the runtime is closed.
+// runtime's loops). Runtime.Shutdown and Close close it. Errors are
+// *net.OpError with Op "listen", as from net.ListenPacket (EADDRINUSE,
+// EACCES, an unknown network, ...), or net.ErrClosed once the runtime is
+// closed.
 func (rt *Runtime) ListenPacket(network, address string) (*PacketConn, error) {
 	if err := rt.udpCheck("listen", network); err != nil {
 		return nil, err
