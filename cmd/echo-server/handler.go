@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 )
 
@@ -13,14 +12,6 @@ const (
 	minBufSize     = 512      // bytes
 	maxBufSize     = 16 << 20 // bytes
 )
-
-// checkBufSize reports a -buf-size outside [minBufSize, maxBufSize].
-func checkBufSize(n int) error {
-	if n < minBufSize || n > maxBufSize {
-		return fmt.Errorf("-buf-size must be between %d and %d bytes, not %d", minBufSize, maxBufSize, n)
-	}
-	return nil
-}
 
 // echo serves one net.Conn: it reads up to bufSize bytes and writes back
 // what it read, as the plain Go echo server does (a goroutine per
