@@ -46,6 +46,7 @@ func (rt *Runtime) Listen(network, address string) (net.Listener, error) {
 	l := rt.loops[0]
 	nfd := newNetFD(rt, l, fd, family, network)
 	nfd.unlinkPath = unlink
+	nfd.captureLocal()
 	ln := &listener{fd: nfd, rt: rt}
 	nfd.start(true)
 	rt.mu.Lock()
@@ -67,7 +68,9 @@ func detachListener(gl net.Listener) (fd, family int, unlink string, err error) 
 		}
 	case *net.UnixListener:
 		l.SetUnlinkOnClose(false)
-		unlink = l.Addr().String()
+		if name := l.Addr().String(); !isAbstractUnix(name) {
+			unlink = name
+		}
 		f, err = l.File()
 		family = unix.AF_UNIX
 	default:
@@ -102,6 +105,12 @@ func (rt *Runtime) Dial(network, address string) (net.Conn, error) {
 // Op "dial", wrapping e.g. *os.SyscallError{"connect", ECONNREFUSED}, or
 // ctx's error.
 func (rt *Runtime) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		// Checked first on every path: resolving an IP literal or
+		// connecting a unix socket never blocks, so nothing later would
+		// notice a context cancelled before the call.
+		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
+	}
 	if rt.backend == BackendStd {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, address)
@@ -225,6 +234,11 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, star
 	if err == unix.EINPROGRESS || err == unix.EAGAIN || err == unix.EINTR {
 		err = rt.waitConnect(ctx, n)
 	}
+	if err == nil && ctx.Err() != nil {
+		// Cancelled while connecting (a unix connect completes at once):
+		// a dial whose context ended fails, as Go's net does.
+		err = ctx.Err()
+	}
 	if err != nil {
 		n.close()
 		if ctx.Err() != nil {
@@ -235,6 +249,7 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, star
 		}
 		return nil, opErr(err)
 	}
+	n.captureLocal()
 	if start {
 		n.start(rt.cfg.Pollable == PollHybrid)
 	}
@@ -273,6 +288,10 @@ func (rt *Runtime) waitConnect(ctx context.Context, n *netFD) error {
 	}
 }
 
+// isAbstractUnix reports whether name is a Linux abstract unix socket
+// address ("@name"): it has no file, so Close unlinks nothing.
+func isAbstractUnix(name string) bool { return len(name) > 0 && name[0] == '@' }
+
 func mapCtxErr(err error) error {
 	if err == context.DeadlineExceeded {
 		return os.ErrDeadlineExceeded
@@ -295,6 +314,9 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 		cc := &CallbackConn{std: c, h: h}
 		go rt.runStdCallback(cc)
 		return cc, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
 	}
 	addrs, err := rt.resolve(ctx, network, address)
 	if err != nil {
