@@ -1,6 +1,6 @@
 # uringrt: build, test and benchmark.
 
-.PHONY: build test bench bench-matrix image container-test
+.PHONY: build test bench bench-matrix image container-test k8s-files k8s-test
 
 build:
 	mkdir -p bin
@@ -32,3 +32,12 @@ image:
 # podman's default one (scripts/container-test.sh).
 container-test: image
 	IMAGE=$(IMAGE) scripts/container-test.sh
+
+# deploy/k8s reads copies of the seccomp profile and the dashboard
+# (kustomize loads no file outside its directory); refresh them.
+k8s-files:
+	cp deploy/seccomp-io_uring.json deploy/grafana/uringrt.json deploy/k8s/files/
+
+# The Kubernetes base: strict decode into k8s.io/api types (own module).
+k8s-test:
+	cd deploy/k8s && go test ./...
