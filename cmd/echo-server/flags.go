@@ -177,6 +177,7 @@ func flagRanges() map[string]flagRange {
 		"shutdown-timeout":     durRange(0, maxShutdown, ""),
 		"drain-delay":          durRange(0, maxDrainDelay, ""),
 		"version":              boolRange,
+		"buf-size":             intRange(minBufSize, maxBufSize, "bytes"),
 	}
 }
 

@@ -35,6 +35,7 @@ func TestFlagRanges(t *testing.T) {
 		"shutdown-timeout":     {[]string{"0", "10m"}, []string{"-1s", "10m1s"}},
 		"drain-delay":          {[]string{"0", "5m"}, []string{"-1s", "5m1s"}},
 		"version":              {[]string{"true", "false"}, nil},
+		"buf-size":             {[]string{"512", "16777216"}, []string{"511", "0", "16777217"}},
 	}
 	if nofile == 0 {
 		cases["max-conns"] = bound{[]string{"0", "10000000"}, []string{"-1", "10000001"}}

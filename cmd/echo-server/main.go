@@ -36,7 +36,7 @@ var version = "dev"
 
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
-	loops, workers, maxConns                         int
+	loops, workers, maxConns, bufSize                int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
@@ -72,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.StringVar(&o.metricsHostInfo, "metrics-host-info", "auto", "export the kernel release and descriptor headroom: on, off, or auto (on only when -metrics-addr is loopback)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
 	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
+	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	ranges := flagRanges()
 	annotateRanges(fs, ranges)
@@ -174,7 +175,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			rt.Serve(ln, uringrt.EchoHandler{})
 			return
 		}
-		acceptLoop(ln, logger)
+		acceptLoop(ln, logger, o.bufSize)
 	}()
 
 	sig := make(chan os.Signal, 1)
@@ -205,7 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // acceptLoop serves the net.Conn API: a goroutine per connection copying
 // what it reads back, backing off on temporary accept errors as net/http.
-func acceptLoop(ln net.Listener, logger *slog.Logger) {
+func acceptLoop(ln net.Listener, logger *slog.Logger, bufSize int) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -223,22 +224,6 @@ func acceptLoop(ln net.Listener, logger *slog.Logger) {
 			continue
 		}
 		backoff = 0
-		go echo(c)
-	}
-}
-
-func echo(c net.Conn) {
-	defer c.Close()
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
+		go echo(c, bufSize)
 	}
 }
