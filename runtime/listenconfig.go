@@ -179,6 +179,14 @@ func (rt *Runtime) listenReuse(ctx context.Context, lc *ListenConfig, network, a
 			address = ln.Addr().String()
 		}
 	}
+	// The runtime's Close and Shutdown close the group, which closes its
+	// sockets and wakes its Accept callers.
+	rt.mu.Lock()
+	for _, ln := range rl.subs {
+		delete(rt.listeners, ln)
+	}
+	rt.listeners[rl] = struct{}{}
+	rt.mu.Unlock()
 	return rl, nil
 }
 
@@ -288,6 +296,9 @@ func (rl *reuseListener) Close() error {
 			ln.Close()
 		}
 		rl.wg.Wait()
+		rl.rt.mu.Lock()
+		delete(rl.rt.listeners, rl)
+		rl.rt.mu.Unlock()
 	})
 	if !first {
 		err = rl.opError(net.ErrClosed)

@@ -793,3 +793,40 @@ func TestDefaultRuntimeReleased(t *testing.T) {
 		t.Errorf("CloseDefault without a default runtime: %v", err)
 	}
 }
+
+// TestReusePortShutdown: Shutdown (and Close) of the runtime reaches a
+// ReusePort group: a blocked Accept returns net.ErrClosed, Serve returns.
+func TestReusePortShutdown(t *testing.T) {
+	for _, api := range []string{"accept", "serve"} {
+		t.Run(api, func(t *testing.T) {
+			rt, err := New(Config{Loops: 2, ReusePort: true, Backend: BackendUring})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			if api == "accept" {
+				go func() { _, err := ln.Accept(); done <- err }()
+			} else {
+				go func() { done <- rt.Serve(ln, EchoHandler{}) }()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := rt.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if api == "accept" && !errors.Is(err, net.ErrClosed) {
+					t.Errorf("Accept after Shutdown: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s still blocked after Shutdown", api)
+			}
+		})
+	}
+}
