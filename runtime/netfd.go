@@ -56,6 +56,7 @@ type connIO struct {
 
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	rawPollIn       atomic.Bool // a RawConn.Read armed pollIn (rawconn.go)
 	rop, wop        op          // ring/async modes: the recv/send in flight
 }
 
