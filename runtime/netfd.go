@@ -39,6 +39,8 @@ type netFD struct {
 
 	armed int // loop-owned: ops of this fd in flight
 
+	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
+
 	addrMu       sync.Mutex
 	local, remot net.Addr
 	unlinkPath   string // unix listener: socket file to remove at close
