@@ -60,6 +60,7 @@ type loop struct {
 	idle   loopIdle   // idle.go
 
 	stats loopStats
+	udp   udpStats // PacketConn counters (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }
