@@ -41,6 +41,8 @@ type netFD struct {
 	closeQueued bool  // loop-owned: close(2) once ops is empty
 	final       atomic.Bool
 
+	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
+
 	addrMu       sync.Mutex
 	local, remot net.Addr
 	unlinkPath   string // unix listener: socket file to remove at close

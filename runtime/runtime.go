@@ -47,6 +47,9 @@ type Runtime struct {
 	acceptErrs  sync.Map // errno name -> *atomic.Uint64
 	panicLogged atomic.Bool
 	panics      atomic.Uint64
+
+	budget rtBudget  // budget.go
+	idle   idleSweep // idle.go
 }
 
 type closer interface{ Close() error }
@@ -100,6 +103,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	if rt.backend == BackendStd {
 		rt.features.Kernel = netpoll.KernelRelease() // for uringrt_backend_info
 	}
+	rt.startIdleSweep()
 	if cfg.Registerer != nil {
 		if err := rt.registerMetrics(cfg.Registerer); err != nil {
 			rt.Close()
@@ -125,6 +129,10 @@ func validate(cfg *Config) error {
 		return bad("Workers", cfg.Workers, "want >= 0 (0 = DefaultWorkers)")
 	case cfg.MaxConns < 0:
 		return bad("MaxConns", cfg.MaxConns, "want >= 0 (0 = no cap)")
+	case cfg.MaxBufferedBytes < -1:
+		return bad("MaxBufferedBytes", cfg.MaxBufferedBytes, "want >= 0 bytes (0 = default), or -1 (no cap)")
+	case cfg.IdleTimeout < 0 || cfg.IdleTimeout > 0 && cfg.IdleTimeout < 10*time.Millisecond:
+		return bad("IdleTimeout", cfg.IdleTimeout, "want 0 (never) or at least 10ms")
 	case cfg.MaxWriteBuffer < 0:
 		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
 	case cfg.WaitLatency < 0:
@@ -165,6 +173,9 @@ func applyDefaults(cfg *Config) {
 	}
 	if cfg.MaxWriteBuffer <= 0 {
 		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	if cfg.BufferSize <= 0 {
 		cfg.BufferSize = DefaultBufferSize
@@ -222,6 +233,7 @@ func (rt *Runtime) pickLoop() *loop {
 }
 
 func (rt *Runtime) track(n *netFD) {
+	n.idle.active.Store(true) // a new connection starts its idle time now
 	rt.mu.Lock()
 	rt.conns[n] = struct{}{}
 	if n.ln != nil || n.dialed {
@@ -416,6 +428,7 @@ func (rt *Runtime) snapshotLocked() ([]closer, []*netFD, []net.Conn) {
 }
 
 func (rt *Runtime) stopLoops() {
+	rt.stopIdleSweep()
 	for _, l := range rt.loops {
 		l.post(request{kind: reqStop})
 	}
