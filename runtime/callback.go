@@ -23,11 +23,11 @@ type CallbackConn struct {
 	// loop-owned
 	recvOp    op
 	sendOp    op
-	out       []byte // queued, not yet submitted
-	sending   []byte // submitted (the kernel's until its CQE)
-	sent      int
+	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
-	paused    bool // output over MaxWriteBuffer: not reading
+	paused    bool // over the memory budget (budget.go): not reading
+	active    bool // read or write progress since the last idle sweep (idle.go)
+	idleTicks uint8
 	closing   bool
 	finalized bool
 	closeErr  error
@@ -58,7 +58,7 @@ type CallbackConn struct {
 }
 
 func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
-	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1}
+	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1, active: true}
 	if mb, ok := h.(MayBlocker); ok && mb.MayBlock() {
 		cc.blocking = true
 	}
@@ -202,16 +202,12 @@ func (c *CallbackConn) queue(p []byte) {
 	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
 		return
 	}
-	c.out = append(c.out, p...)
+	c.outq.write(c.l, p)
 	if !c.dirty {
 		c.dirty = true
 		c.l.dirty = append(c.l.dirty, c)
 	}
-	if max := c.l.rt.cfg.MaxWriteBuffer; len(c.out)+len(c.sending)-c.sent > max && !c.paused {
-		// Over the cap: stop reading until the output drains.
-		c.paused = true
-		c.l.cancelOp(&c.recvOp)
-	}
+	c.afterQueue()
 }
 
 // registerCB takes a new callback conn into the loop and starts reading.
@@ -275,6 +271,7 @@ func (c *CallbackConn) onRecv(o *op) {
 			data = c.ownBuf[:res]
 		}
 		l.stats.readBytes.Add(uint64(res))
+		c.active = true
 		if !c.closing {
 			c.deliver(data)
 		}
@@ -346,15 +343,14 @@ func (c *CallbackConn) deliver(data []byte) {
 
 // flushCB submits one send per dirty connection (loop only).
 func (l *loop) flushCB() {
+	l.budgetCheck()
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
 		c.dirty = false
-		if c.sendOp.armed || len(c.out) == 0 {
+		if c.sendOp.armed || c.outq.n == 0 {
 			continue
 		}
-		c.out, c.sending = c.sending[:0], c.out
-		c.sent = 0
-		c.sendOp.buf = c.sending
+		c.sendOp.buf = c.outq.next()
 		l.arm(&c.sendOp)
 	}
 	l.dirty = l.dirty[:0]
@@ -364,32 +360,34 @@ func (l *loop) flushCB() {
 // next queued output.
 func (c *CallbackConn) onSend(o *op) {
 	l := c.l
+	o.buf = nil
 	if o.res < 0 {
+		c.outq.sent(l, 0)
 		if o.res != -int32(syscall.ECANCELED) {
 			c.fail(c.fd.opError("write", sysError("write", ioErrno(o.res))))
+		}
+		if c.failed() {
+			c.outq.release(l) // nothing more will be sent
 		}
 		c.maybeFinalize()
 		return
 	}
 	l.stats.writtenBytes.Add(uint64(o.res))
-	c.sent += int(o.res)
-	if c.sent < len(c.sending) {
-		o.buf = c.sending[c.sent:]
+	if o.res > 0 {
+		c.active = true
+	}
+	if c.outq.sent(l, int(o.res)) && !c.failed() {
+		o.buf = c.outq.next() // a short send: the rest now
 		l.arm(o)
 		return
 	}
-	c.sending = c.sending[:0]
-	o.buf = nil
-	if len(c.out) > 0 && !c.dirty {
+	if c.failed() {
+		c.outq.release(l)
+	} else if c.outq.n > 0 && !c.dirty {
 		c.dirty = true
 		l.dirty = append(l.dirty, c)
 	}
-	if c.paused && len(c.out) < l.rt.cfg.MaxWriteBuffer/2 && !c.closing {
-		c.paused = false
-		if !c.recvOp.armed && !c.rdEOF {
-			l.arm(&c.recvOp)
-		}
-	}
+	c.maybeResume()
 	c.maybeFinalize()
 }
 
@@ -403,7 +401,7 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	c.closeErr = err
 	c.shutWrites()
 	if err != nil && err != io.EOF {
-		c.out = c.out[:0] // an error: nothing more can be sent
+		c.outq.discard(c.l, c.sendOp.armed) // an error: nothing more can be sent
 		c.l.cancelOp(&c.sendOp)
 	}
 	c.l.cancelOp(&c.recvOp)
@@ -411,7 +409,7 @@ func (c *CallbackConn) closeOnLoop(err error) {
 }
 
 func (c *CallbackConn) fail(err error) {
-	c.out = c.out[:0]
+	c.outq.discard(c.l, c.sendOp.armed)
 	if !c.closing {
 		c.closing = true
 		c.closeErr = err
@@ -425,8 +423,8 @@ func (c *CallbackConn) maybeFinalize() {
 	if c.finalized {
 		return
 	}
-	if !c.closing || c.armed > 0 || (len(c.out) > 0 || c.pendingWrites.Load() > 0) && !c.l.stopping {
-		if c.closing && len(c.out) > 0 && !c.sendOp.armed && !c.dirty {
+	if !c.closing || c.armed > 0 || (c.outq.n > 0 || c.pendingWrites.Load() > 0) && !c.l.stopping {
+		if c.closing && c.outq.n > 0 && !c.sendOp.armed && !c.dirty {
 			c.dirty = true
 			c.l.dirty = append(c.l.dirty, c)
 		}
@@ -434,6 +432,7 @@ func (c *CallbackConn) maybeFinalize() {
 	}
 	l := c.l
 	c.finalized = true
+	c.outq.release(l) // no send in flight: every chunk goes back
 	delete(l.cbConns, c)
 	if c.slot >= 0 {
 		l.releaseFixedFile(c.slot)

@@ -22,6 +22,7 @@ type listener struct {
 	fd     *netFD
 	rt     *Runtime
 	active atomic.Int64 // open connections accepted here (MaxConns)
+	opts   *listenOpts  // from a ListenConfig (listenconfig.go); nil: defaults
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool
@@ -95,10 +96,8 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 		}
 	}
 	ln.active.Add(1)
-	if ln.fd.family != unix.AF_UNIX {
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	}
-	l := ln.rt.pickLoop()
+	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
+	l := ln.connLoop()
 	var n *netFD
 	if callback {
 		n = newBareNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)

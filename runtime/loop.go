@@ -55,7 +55,12 @@ type loop struct {
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
+	chunks chunkPool  // output queue chunks (outq.go)
+	budget loopBudget // budget.go
+	idle   loopIdle   // idle.go
+
 	stats loopStats
+	udp   udpStats // PacketConn counters (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }

@@ -41,6 +41,8 @@ type netFD struct {
 	closeQueued bool  // loop-owned: close(2) once ops is empty
 	final       atomic.Bool
 
+	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
+
 	addrMu       sync.Mutex
 	local, remot net.Addr
 	unlinkPath   string // unix listener: socket file to remove at close
@@ -56,6 +58,7 @@ type connIO struct {
 
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	rawPollIn       atomic.Bool // a RawConn.Read armed pollIn (rawconn.go)
 	rop, wop        op          // ring/async modes: the recv/send in flight
 }
 

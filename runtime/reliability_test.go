@@ -358,7 +358,7 @@ func TestCallbackBackpressure(t *testing.T) {
 			var paused atomic.Bool
 			h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
 				c.Write(d)
-				q := int64(len(c.out) + len(c.sending) - c.sent)
+				q := int64(c.outq.n)
 				if q > maxQueued.Load() {
 					maxQueued.Store(q)
 				}
@@ -484,7 +484,7 @@ func TestManySlowPeersBoundedRSS(t *testing.T) {
 	var maxQueued atomic.Int64
 	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
 		c.Write(d)
-		if q := int64(len(c.out) + len(c.sending) - c.sent); q > maxQueued.Load() {
+		if q := int64(c.outq.n); q > maxQueued.Load() {
 			maxQueued.Store(q)
 		}
 	}}

@@ -34,6 +34,7 @@ type Runtime struct {
 	useBufRing bool
 	pool       sched.Pool
 	newRing    func(netpoll.Params) (*netpoll.Ring, error) // test hook
+	host       func() hostState                            // test hook: what diagnoses a failed setup
 
 	mu        sync.Mutex
 	conns     map[*netFD]struct{}
@@ -46,6 +47,9 @@ type Runtime struct {
 	acceptErrs  sync.Map // errno name -> *atomic.Uint64
 	panicLogged atomic.Bool
 	panics      atomic.Uint64
+
+	budget rtBudget  // budget.go
+	idle   idleSweep // idle.go
 }
 
 type closer interface{ Close() error }
@@ -66,12 +70,19 @@ func New(cfg Config) (*Runtime, error) {
 }
 
 func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error)) (*Runtime, error) {
+	return newRuntimeWith(cfg, newRing, readHostState)
+}
+
+// newRuntimeWith is New with both test hooks: how rings are set up, and
+// what the host shows when a setup fails (kernel release, io_uring
+// sysctls, seccomp mode).
+func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (*Runtime, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, err
 	}
 	applyDefaults(&cfg)
 	rt := &Runtime{
-		cfg: cfg, logger: cfg.Logger, newRing: newRing,
+		cfg: cfg, logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
 		metrics: cfg.Registerer != nil,
 	}
@@ -92,6 +103,7 @@ func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error))
 	if rt.backend == BackendStd {
 		rt.features.Kernel = netpoll.KernelRelease() // for uringrt_backend_info
 	}
+	rt.startIdleSweep()
 	if cfg.Registerer != nil {
 		if err := rt.registerMetrics(cfg.Registerer); err != nil {
 			rt.Close()
@@ -117,6 +129,10 @@ func validate(cfg *Config) error {
 		return bad("Workers", cfg.Workers, "want >= 0 (0 = DefaultWorkers)")
 	case cfg.MaxConns < 0:
 		return bad("MaxConns", cfg.MaxConns, "want >= 0 (0 = no cap)")
+	case cfg.MaxBufferedBytes < -1:
+		return bad("MaxBufferedBytes", cfg.MaxBufferedBytes, "want >= 0 bytes (0 = default), or -1 (no cap)")
+	case cfg.IdleTimeout < 0 || cfg.IdleTimeout > 0 && cfg.IdleTimeout < 10*time.Millisecond:
+		return bad("IdleTimeout", cfg.IdleTimeout, "want 0 (never) or at least 10ms")
 	case cfg.MaxWriteBuffer < 0:
 		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
 	case cfg.WaitLatency < 0:
@@ -158,6 +174,9 @@ func applyDefaults(cfg *Config) {
 	if cfg.MaxWriteBuffer <= 0 {
 		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
 	}
+	if cfg.MaxBufferedBytes == 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
 	if cfg.BufferSize <= 0 {
 		cfg.BufferSize = DefaultBufferSize
 	}
@@ -167,7 +186,7 @@ func applyDefaults(cfg *Config) {
 }
 
 func (rt *Runtime) startLoops() error {
-	f, err := probeWith(rt.newRing)
+	f, err := probeWith(rt.newRing, rt.host)
 	if err != nil {
 		return err
 	}
@@ -177,7 +196,7 @@ func (rt *Runtime) startLoops() error {
 		l, err := startLoop(rt, i)
 		if err != nil {
 			rt.stopLoops()
-			return noIOUring(fmt.Errorf("loop %d: %w", i, err))
+			return noIOUringOn(fmt.Errorf("loop %d: %w", i, err), rt.host())
 		}
 		rt.loops = append(rt.loops, l)
 	}
@@ -185,11 +204,11 @@ func (rt *Runtime) startLoops() error {
 }
 
 // probeWith checks that a ring can be set up (through the test hook) and
-// probes the kernel's features.
-func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error)) (netpoll.Features, error) {
+// probes the kernel's features; a failure is diagnosed on host().
+func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (netpoll.Features, error) {
 	r, err := newRing(netpoll.Params{Entries: 4})
 	if err != nil {
-		return netpoll.Features{}, noIOUring(err)
+		return netpoll.Features{Kernel: netpoll.KernelRelease()}, noIOUringOn(err, host())
 	}
 	r.Close()
 	return netpoll.ProbeFeatures()
@@ -204,7 +223,7 @@ func (rt *Runtime) FallbackReason() string { return rt.fallback }
 
 // Features returns the io_uring features probed at New (zero with
 // BackendStd).
-func (rt *Runtime) Features() netpoll.Features { return rt.features }
+func (rt *Runtime) Features() Features { return rt.features }
 
 // Config returns the configuration in force, defaults filled in.
 func (rt *Runtime) Config() Config { return rt.cfg }
@@ -214,6 +233,7 @@ func (rt *Runtime) pickLoop() *loop {
 }
 
 func (rt *Runtime) track(n *netFD) {
+	n.idle.active.Store(true) // a new connection starts its idle time now
 	rt.mu.Lock()
 	rt.conns[n] = struct{}{}
 	if n.ln != nil || n.dialed {
@@ -291,6 +311,8 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)
+	case *reuseListener: // listenconfig.go: a multishot accept per loop
+		return l.serve(rt, h)
 	}
 	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
 }
@@ -406,6 +428,7 @@ func (rt *Runtime) snapshotLocked() ([]closer, []*netFD, []net.Conn) {
 }
 
 func (rt *Runtime) stopLoops() {
+	rt.stopIdleSweep()
 	for _, l := range rt.loops {
 		l.post(request{kind: reqStop})
 	}
