@@ -489,8 +489,16 @@ func (l *loop) arm(o *op) {
 		return
 	}
 	if (o.expired != nil && o.expired.Load()) || (o.nfd != nil && o.nfd.closing.Load()) || l.stopping && o.kind != opWake {
+		// Completed as if its CQE said ECANCELED, so that its owner
+		// learns it (a callback conn's send while the loop stops: before,
+		// nothing ran and the conn was never closed, left in CLOSE_WAIT).
 		o.res, o.flags = -int32(syscall.ECANCELED), 0
-		l.finish(o)
+		switch o.kind {
+		case opAcceptCB, opTimer:
+			// stopServe ends these; re-arming here would recurse.
+		default:
+			l.complete(o)
+		}
 		return
 	}
 	sqe := l.getSQE()
