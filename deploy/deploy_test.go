@@ -38,6 +38,12 @@ var knownMetrics = map[string]string{
 	"uringrt_worker_batches_total":           "counter",
 	"uringrt_handler_panics_total":           "counter",
 	"uringrt_idle_polls_total":               "counter",
+	"uringrt_udp_received_datagrams_total":   "counter",
+	"uringrt_udp_sent_datagrams_total":       "counter",
+	"uringrt_udp_received_bytes_total":       "counter",
+	"uringrt_udp_sent_bytes_total":           "counter",
+	"uringrt_udp_truncated_total":            "counter",
+	"uringrt_udp_poll_waits_total":           "counter",
 	// gauges
 	"uringrt_connections_active": "gauge",
 	"uringrt_worker_queue_depth": "gauge",

@@ -90,7 +90,8 @@ type Stats struct {
 //
 // Errors wrap the errno in *Error: EPERM when io_uring is blocked (seccomp,
 // kernel.io_uring_disabled=2, or =1 without the io_uring group), ENOSYS when
-// the kernel lacks io_uring (before 5.1 or CONFIG_IO_URING=n), EINVAL for
+// the kernel lacks io_uring (before 5.1 or CONFIG_IO_URING=n) or a seccomp
+// filter answers ENOSYS (podman's default profile), EINVAL for
 // zero or too many entries or rejected flags (errors.ErrUnsupported), ENOMEM
 // when locked memory is exhausted.
 func New(p Params) (*Ring, error) {
@@ -150,9 +151,9 @@ func setup(p Params, flags SetupFlags) (*Ring, *Error) {
 		e := newError("io_uring_setup", errno)
 		switch errno {
 		case syscall.EPERM, syscall.EACCES:
-			e.Detail = "io_uring is blocked: check the sysctl kernel.io_uring_disabled (0 allows it) or, in a container, a seccomp profile that allows io_uring_setup/enter/register"
+			e.Detail = "io_uring is blocked: by the sysctl kernel.io_uring_disabled (0 allows it) or by a seccomp filter (Seccomp: 2 in /proc/self/status)"
 		case syscall.ENOSYS:
-			e.Detail = "this kernel has no io_uring (needs Linux 5.1+, 6.1+ recommended)"
+			e.Detail = "io_uring_setup not implemented: a kernel before 5.1 or built without CONFIG_IO_URING, or a seccomp filter answering ENOSYS (podman's default profile)"
 			e.unsupported = true
 		case syscall.ENOMEM:
 			e.Detail = "locked memory exhausted: raise RLIMIT_MEMLOCK or use fewer/smaller rings"

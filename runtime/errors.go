@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"syscall"
@@ -44,25 +43,3 @@ func sysError(call string, errno syscall.Errno) error {
 
 // ioErrno converts a negative CQE result into an errno.
 func ioErrno(res int32) syscall.Errno { return syscall.Errno(-res) }
-
-// noIOUring wraps a ring setup failure in ErrNoIOUring and appends the fix
-// for its errno, so that the error (and BackendAuto's warning) says what to
-// change, also when the cause carries no hint of its own.
-func noIOUring(err error) error {
-	var errno syscall.Errno
-	errors.As(err, &errno)
-	var fix string
-	switch errno {
-	case syscall.EPERM, syscall.EACCES:
-		fix = "io_uring is blocked: set the sysctl kernel.io_uring_disabled=0 (or add the user to kernel.io_uring_group), " +
-			"or in a container use a seccomp profile that allows io_uring_setup, io_uring_enter and io_uring_register " +
-			"(deploy/seccomp-io_uring.json); or use BackendStd"
-	case syscall.ENOSYS:
-		fix = "this kernel has no io_uring or a seccomp filter hides it: io_uring needs Linux 5.1+ (6.1+ recommended); or use BackendStd"
-	case syscall.ENOMEM:
-		fix = "raise RLIMIT_MEMLOCK (kernels before 5.12 charge rings to it) or lower Config.RingEntries; or use BackendStd"
-	default:
-		fix = "use BackendAuto to fall back to Go's net, or BackendStd"
-	}
-	return fmt.Errorf("%w: %w (fix: %s)", ErrNoIOUring, err, fix)
-}

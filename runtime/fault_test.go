@@ -333,7 +333,13 @@ func TestAcceptEMFILEServe(t *testing.T) {
 					t.Error("Serve did not return after Close")
 				}
 			}()
+			fds0 := countFDs(t)
 			echoOnce(t, rt, ln.Addr().String(), "before") // Serve is running
+			// The server closes its side of that connection on its loop,
+			// after the client's Close returned: wait for it, or its
+			// descriptor, freed after fill, lets the pending connection
+			// be accepted without EMFILE (the test's flake under load).
+			waitFDs(t, fds0)
 			cs := rawClient(t)
 			hog.fill()
 			release := hog.release

@@ -56,6 +56,7 @@ type loop struct {
 	serving     []*listener
 
 	stats loopStats
+	udp   udpStats // PacketConn counters (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }

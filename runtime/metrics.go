@@ -292,5 +292,8 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	if err := reg.Register(collector{rt}); err != nil {
 		return err
 	}
+	if err := reg.Register(udpCollector{rt}); err != nil {
+		return err
+	}
 	return reg.Register(sched.NewCollector(rt.pool, "workers"))
 }

@@ -34,6 +34,7 @@ type Runtime struct {
 	useBufRing bool
 	pool       sched.Pool
 	newRing    func(netpoll.Params) (*netpoll.Ring, error) // test hook
+	host       func() hostState                            // test hook: what diagnoses a failed setup
 
 	mu        sync.Mutex
 	conns     map[*netFD]struct{}
@@ -65,12 +66,19 @@ func New(cfg Config) (*Runtime, error) {
 }
 
 func newRuntime(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error)) (*Runtime, error) {
+	return newRuntimeWith(cfg, newRing, readHostState)
+}
+
+// newRuntimeWith is New with both test hooks: how rings are set up, and
+// what the host shows when a setup fails (kernel release, io_uring
+// sysctls, seccomp mode).
+func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (*Runtime, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, err
 	}
 	applyDefaults(&cfg)
 	rt := &Runtime{
-		cfg: cfg, logger: cfg.Logger, newRing: newRing,
+		cfg: cfg, logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
 		metrics: cfg.Registerer != nil,
 	}
@@ -166,7 +174,7 @@ func applyDefaults(cfg *Config) {
 }
 
 func (rt *Runtime) startLoops() error {
-	f, err := probeWith(rt.newRing)
+	f, err := probeWith(rt.newRing, rt.host)
 	if err != nil {
 		return err
 	}
@@ -176,7 +184,7 @@ func (rt *Runtime) startLoops() error {
 		l, err := startLoop(rt, i)
 		if err != nil {
 			rt.stopLoops()
-			return noIOUring(fmt.Errorf("loop %d: %w", i, err))
+			return noIOUringOn(fmt.Errorf("loop %d: %w", i, err), rt.host())
 		}
 		rt.loops = append(rt.loops, l)
 	}
@@ -184,11 +192,11 @@ func (rt *Runtime) startLoops() error {
 }
 
 // probeWith checks that a ring can be set up (through the test hook) and
-// probes the kernel's features.
-func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error)) (netpoll.Features, error) {
+// probes the kernel's features; a failure is diagnosed on host().
+func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (netpoll.Features, error) {
 	r, err := newRing(netpoll.Params{Entries: 4})
 	if err != nil {
-		return netpoll.Features{}, noIOUring(err)
+		return netpoll.Features{Kernel: netpoll.KernelRelease()}, noIOUringOn(err, host())
 	}
 	r.Close()
 	return netpoll.ProbeFeatures()
@@ -203,7 +211,7 @@ func (rt *Runtime) FallbackReason() string { return rt.fallback }
 
 // Features returns the io_uring features probed at New (zero with
 // BackendStd).
-func (rt *Runtime) Features() netpoll.Features { return rt.features }
+func (rt *Runtime) Features() Features { return rt.features }
 
 // Config returns the configuration in force, defaults filled in.
 func (rt *Runtime) Config() Config { return rt.cfg }

@@ -4,8 +4,12 @@
 //
 //	echo-server -addr 127.0.0.1:7777 -api callback -metrics-addr 127.0.0.1:9100
 //
-// SIGINT or SIGTERM shut it down gracefully within 5 s (exit 0). A bad flag
-// or an address in use is one line on stderr and exit 2.
+// Next to /metrics the same server answers /healthz (200 while the process
+// runs) and /readyz (200 while listening and not draining, 503 after
+// SIGTERM). SIGINT or SIGTERM make /readyz fail, wait -drain-delay, then
+// shut down gracefully within -shutdown-timeout (exit 0). Every flag has a
+// stated range (flags.go, shown in -help); a flag out of range or an address
+// in use is one line on stderr and exit 2.
 package main
 
 import (
@@ -16,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,9 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/uringrt/uringrt/netpoll"
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
@@ -35,11 +36,15 @@ var version = "dev"
 
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
-	loops, workers, maxConns                         int
+	loops, workers, maxConns, bufSize                int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
 	reusePort                                        bool
+
+	metricsMaxConns                                 int
+	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
+	metricsHostInfo                                 string
 }
 
 func main() {
@@ -50,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	var o options
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address (host:port, or a path with -network unix)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address: host:port, or a unix socket path starting with / or .")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
@@ -62,9 +67,17 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
-	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on open connections (0 = none)")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9100", "address serving /metrics (empty disables)")
+	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns(), "cap on open connections; over it a connection is accepted and closed at once (0 = no cap; the default leaves descriptors for the rest of the process)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9100", "address serving /metrics, /healthz and /readyz (empty disables); loopback unless the operator publishes it")
+	fs.IntVar(&o.metricsMaxConns, "metrics-max-conns", metricsMaxConnsDefault, "cap on the metrics server's open connections (more wait in the accept backlog)")
+	fs.DurationVar(&o.metricsIdleTimeout, "metrics-idle-timeout", metricsIdleTimeoutDefault, "close a metrics keep-alive connection idle this long")
+	fs.StringVar(&o.metricsHostInfo, "metrics-host-info", "auto", "export the kernel release and descriptor headroom: on, off, or auto (on only when -metrics-addr is loopback)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
+	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
+	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
+	ranges := flagRanges()
+	annotateRanges(fs, ranges)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -78,21 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 		fmt.Fprintf(stderr, "echo-server: unexpected argument %q\n", fs.Arg(0))
 		return o, 2
 	}
-	if o.api != "conn" && o.api != "callback" {
-		fmt.Fprintf(stderr, "echo-server: -api must be conn or callback, not %q\n", o.api)
-		return o, 2
-	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"loops", int64(o.loops)}, {"workers", int64(o.workers)}, {"max-conns", int64(o.maxConns)}, {"wait-latency", int64(o.waitLatency)}, {"idle-poll", int64(o.idlePoll)}} {
-		if f.v < 0 {
-			fmt.Fprintf(stderr, "echo-server: -%s must not be negative\n", f.name)
-			return o, 2
-		}
-	}
-	if o.batch != "on" && o.batch != "off" {
-		fmt.Fprintf(stderr, "echo-server: -batch must be on or off, not %q\n", o.batch)
+	if msg := checkRanges(fs, ranges); msg != "" {
+		fmt.Fprintf(stderr, "echo-server: %s\n", msg)
 		return o, 2
 	}
 	return o, -1
@@ -115,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.showVersion {
 		fmt.Fprintf(stdout, "echo-server %s\n", version)
-		f, err := netpoll.ProbeFeatures()
+		f, err := uringrt.Probe()
 		if err != nil {
 			fmt.Fprintf(stdout, "io_uring: unavailable: %v\n", err)
 		} else {
@@ -152,7 +152,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 2
 	}
-	var msrv *http.Server
+	hs := new(health)
+	var msrv *metricsServer
 	if o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", o.metricsAddr)
 		if err != nil {
@@ -161,11 +162,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
 			return 2
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go msrv.Serve(mln)
+		hostInfo := o.metricsHostInfo == "on" || o.metricsHostInfo == "auto" && isLoopback(o.metricsAddr)
+		msrv = newMetricsServer(mln, reg, hs, metricsConfig{maxConns: o.metricsMaxConns, idleTimeout: o.metricsIdleTimeout, hostInfo: hostInfo})
+		go msrv.serve()
 	}
+	hs.listening.Store(true)
 	logger.Info("echo-server listening", "addr", ln.Addr().String(), "api", o.api, "backend", rt.Backend().String(),
 		"pollable", pollable.String(), "batch", o.batch, "loops", rt.Config().Loops, "metrics", o.metricsAddr, "version", version)
 
@@ -176,21 +177,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 			rt.Serve(ln, uringrt.EchoHandler{})
 			return
 		}
-		acceptLoop(ln, logger)
+		acceptLoop(ln, logger, o.bufSize)
 	}()
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
+	hs.draining.Store(true)
+	logger.Info("draining: /readyz answers 503", "signal", s.String(), "drain_delay", o.drainDelay, "shutdown_timeout", o.shutdownTimeout)
+	if o.drainDelay > 0 {
+		select {
+		case <-time.After(o.drainDelay):
+		case s = <-sig:
+			logger.Info("second signal: draining now", "signal", s.String())
+		}
+	}
 	logger.Info("shutting down", "signal", s.String())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	if err := rt.Shutdown(ctx); err != nil {
 		logger.Warn("shutdown", "err", err)
 	}
 	<-served
 	if msrv != nil {
-		msrv.Shutdown(ctx)
+		msrv.srv.Shutdown(ctx)
 	}
 	logger.Info("shutdown complete")
 	return 0
@@ -198,7 +208,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // acceptLoop serves the net.Conn API: a goroutine per connection copying
 // what it reads back, backing off on temporary accept errors as net/http.
-func acceptLoop(ln net.Listener, logger *slog.Logger) {
+func acceptLoop(ln net.Listener, logger *slog.Logger, bufSize int) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -216,22 +226,6 @@ func acceptLoop(ln net.Listener, logger *slog.Logger) {
 			continue
 		}
 		backoff = 0
-		go echo(c)
-	}
-}
-
-func echo(c net.Conn) {
-	defer c.Close()
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if _, werr := c.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
+		go echo(c, bufSize)
 	}
 }

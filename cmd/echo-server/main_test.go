@@ -47,6 +47,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-loops", "-1"}, "-loops"},
 		{[]string{"-max-conns", "-3"}, "-max-conns"},
 		{[]string{"-wait-latency", "-5s"}, "-wait-latency"},
+		{[]string{"-wait-latency", "1000h"}, "0s..100ms"},
+		{[]string{"-workers", "1000000"}, "0..4096"},
+		{[]string{"-idle-poll", "2s"}, "0s..1s"},
 		{[]string{"extra"}, "extra"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,5 +1,6 @@
 // Command std-echo is the baseline echo server of the benchmark: Go's net
-// package, one goroutine per connection, a 4 KiB buffer, Read then Write.
+// package, one goroutine per connection, a 32 KiB buffer (io.Copy's size,
+// the same as ../shared/bench/servers/stdnet), Read then Write.
 // It exits 0 on SIGTERM or SIGINT.
 package main
 
@@ -44,7 +45,7 @@ func main() {
 // echo copies everything c sends back to it until EOF or an error.
 func echo(c net.Conn) {
 	defer c.Close()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 32<<10)
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {

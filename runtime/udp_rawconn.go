@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"net"
+	"os"
+	"syscall"
+)
+
+// SyscallConn returns the socket as a syscall.RawConn, as *net.UDPConn's
+// SyscallConn does: Control runs f with the descriptor (setsockopt and the
+// like); Read and Write run f until it returns true, and each time it
+// returns false (the call it made found EAGAIN) wait for readiness through
+// the loop's poll, so libraries doing their own nonblocking I/O on the
+// descriptor (golang.org/x/net/ipv4's recvmmsg batches, used by quic-go)
+// park instead of blocking a thread. Read and Write honour the deadlines
+// and Close, returning *net.OpError with Op "raw-read"/"raw-write"
+// ("raw-control" for Control after Close).
+func (c *PacketConn) SyscallConn() (syscall.RawConn, error) {
+	if c.std != nil {
+		return c.std.SyscallConn()
+	}
+	return packetRawConn{c}, nil
+}
+
+// packetRawConn is a PacketConn's syscall.RawConn.
+type packetRawConn struct{ c *PacketConn }
+
+// Control runs f with the descriptor, which stays open until f returns.
+func (r packetRawConn) Control(f func(fd uintptr)) error {
+	fd := r.c.fd
+	if !fd.incref() {
+		return r.c.setErr("raw-control", net.ErrClosed)
+	}
+	defer fd.decref()
+	f(uintptr(fd.fd))
+	return nil
+}
+
+// Read runs f until it returns true, parking on the loop's poll for
+// readability after each false.
+func (r packetRawConn) Read(f func(fd uintptr) bool) error {
+	fd := r.c.fd
+	fd.rmu.Lock()
+	defer fd.rmu.Unlock()
+	for {
+		if fd.closing.Load() {
+			return r.c.setErr("raw-read", net.ErrClosed)
+		}
+		if fd.rdl.expired.Load() {
+			return r.c.setErr("raw-read", os.ErrDeadlineExceeded)
+		}
+		if !fd.incref() {
+			continue
+		}
+		done := f(uintptr(fd.fd))
+		fd.decref()
+		if done {
+			return nil
+		}
+		fd.rearmPollIn()
+		fd.rd.wait(fd.abortRead)
+	}
+}
+
+// Write runs f until it returns true, parking on the loop's POLLOUT after
+// each false.
+func (r packetRawConn) Write(f func(fd uintptr) bool) error {
+	fd := r.c.fd
+	fd.wmu.Lock()
+	defer fd.wmu.Unlock()
+	for {
+		if fd.closing.Load() {
+			return r.c.setErr("raw-write", net.ErrClosed)
+		}
+		if fd.wdl.expired.Load() {
+			return r.c.setErr("raw-write", os.ErrDeadlineExceeded)
+		}
+		if !fd.incref() {
+			continue
+		}
+		done := f(uintptr(fd.fd))
+		fd.decref()
+		if done {
+			return nil
+		}
+		fd.l.post(request{kind: reqArm, op: &fd.pollOut})
+		fd.wr.wait(fd.abortWrite)
+	}
+}
