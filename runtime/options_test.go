@@ -830,3 +830,66 @@ func TestReusePortShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestDialerFallbackRace: for "tcp" with IPv6 and IPv4 addresses, the
+// second family starts after FallbackDelay while the first is still
+// connecting (Happy Eyeballs, as net.Dialer), and the first is cancelled
+// once the second wins; with FallbackDelay < 0 the addresses are tried in
+// order only.
+func TestDialerFallbackRace(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	ln, err := rt.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	addrs := []net.Addr{&net.TCPAddr{IP: net.IPv6loopback, Port: port}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+	// The IPv6 attempt hangs in Control until its context ends, as a
+	// connect to an unreachable address would.
+	v6Cancelled := make(chan struct{}, 1)
+	hang := func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if network == "tcp6" {
+			<-ctx.Done()
+			v6Cancelled <- struct{}{}
+			return ctx.Err()
+		}
+		return nil
+	}
+
+	d := &Dialer{Runtime: rt, FallbackDelay: 20 * time.Millisecond, ControlContext: hang}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rt.dialRace(ctx, d, "tcp", addrs)
+	if err != nil {
+		t.Fatalf("racing dial: %v", err)
+	}
+	if ip := c.RemoteAddr().(*net.TCPAddr).IP; ip.To4() == nil {
+		t.Errorf("connected to %v, want the IPv4 fallback", c.RemoteAddr())
+	}
+	c.Close()
+	select {
+	case <-v6Cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the losing IPv6 attempt was not cancelled")
+	}
+
+	// Serial: the IPv4 address is never reached before the context ends.
+	serial := &Dialer{Runtime: rt, FallbackDelay: -1, ControlContext: hang}
+	sctx, scancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer scancel()
+	if c, err := rt.dialRace(sctx, serial, "tcp", addrs); err == nil {
+		c.Close()
+		t.Error("serial dial reached the IPv4 address past a hanging IPv6 one")
+	}
+	<-v6Cancelled
+}
