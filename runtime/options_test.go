@@ -551,31 +551,48 @@ func TestDialCanceledLikeStd(t *testing.T) {
 		name string
 		ctx  context.Context
 	}{{"canceled", cancelled}, {"expired", expired}}
+	unixPath := t.TempDir() + "/s.sock"
+	uln, err := net.Listen("unix", unixPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	targets := []struct{ network, addr string }{{"tcp", addr}, {"unix", unixPath}}
 	for _, tier := range optTiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
 			for _, cc := range ctxs {
-				var nd net.Dialer
-				_, want := nd.DialContext(cc.ctx, "tcp", addr)
-				c, got := (&Dialer{Runtime: rt}).DialContext(cc.ctx, "tcp", addr)
-				if got == nil {
-					c.Close()
-					t.Fatalf("%s: dial succeeded; Go's net: %v", cc.name, want)
-				}
-				if got.Error() != want.Error() {
-					t.Errorf("%s: %q, Go's net: %q", cc.name, got, want)
-				}
-				if errors.Is(got, context.Canceled) != errors.Is(want, context.Canceled) ||
-					errors.Is(got, os.ErrDeadlineExceeded) != errors.Is(want, os.ErrDeadlineExceeded) ||
-					errors.Is(got, context.DeadlineExceeded) != errors.Is(want, context.DeadlineExceeded) {
-					t.Errorf("%s: errors.Is differs from Go's net: %v", cc.name, got)
-				}
-				var ne net.Error
-				if errors.As(got, &ne) != errors.As(want, new(net.Error)) || ne != nil && ne.Timeout() != want.(net.Error).Timeout() {
-					t.Errorf("%s: Timeout differs from Go's net: %v", cc.name, got)
+				for _, tg := range targets {
+					checkDialErrLikeStd(t, rt, cc.name, cc.ctx, tg.network, tg.addr)
 				}
 			}
 		})
+	}
+}
+
+// checkDialErrLikeStd dials network/addr with ctx through rt and through
+// Go's net and compares the errors' text and classification.
+func checkDialErrLikeStd(t *testing.T, rt *Runtime, name string, ctx context.Context, network, addr string) {
+	t.Helper()
+	name += "/" + network
+	var nd net.Dialer
+	_, want := nd.DialContext(ctx, network, addr)
+	c, got := (&Dialer{Runtime: rt}).DialContext(ctx, network, addr)
+	if got == nil {
+		c.Close()
+		t.Fatalf("%s: dial succeeded; Go's net: %v", name, want)
+	}
+	if got.Error() != want.Error() {
+		t.Errorf("%s: %q, Go's net: %q", name, got, want)
+	}
+	if errors.Is(got, context.Canceled) != errors.Is(want, context.Canceled) ||
+		errors.Is(got, os.ErrDeadlineExceeded) != errors.Is(want, os.ErrDeadlineExceeded) ||
+		errors.Is(got, context.DeadlineExceeded) != errors.Is(want, context.DeadlineExceeded) {
+		t.Errorf("%s: errors.Is differs from Go's net: %v", name, got)
+	}
+	var ne net.Error
+	if errors.As(got, &ne) != errors.As(want, new(net.Error)) || ne != nil && ne.Timeout() != want.(net.Error).Timeout() {
+		t.Errorf("%s: Timeout differs from Go's net: %v", name, got)
 	}
 }
 
