@@ -32,7 +32,9 @@ func detachListener(gl net.Listener) (fd, family int, unlink string, err error) 
 		}
 	case *net.UnixListener:
 		l.SetUnlinkOnClose(false)
-		unlink = l.Addr().String()
+		if name := l.Addr().String(); !isAbstractUnix(name) {
+			unlink = name
+		}
 		f, err = l.File()
 		family = unix.AF_UNIX
 	default:
@@ -72,6 +74,10 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 
 // dial is DialContext with a Dialer's options (d nil: the zero Dialer).
 func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string) (net.Conn, error) {
+	// A context cancelled before the call is caught per address in
+	// dialAddrs (with the address in the error, as Go's net words it):
+	// resolving an IP literal or connecting a unix socket never blocks, so
+	// nothing else would notice it.
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {
@@ -198,6 +204,11 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	if err == unix.EINPROGRESS || err == unix.EAGAIN || err == unix.EINTR {
 		err = rt.waitConnect(ctx, n)
 	}
+	if err == nil && ctx.Err() != nil {
+		// Cancelled while connecting (a unix connect completes at once):
+		// a dial whose context ended fails, as Go's net does.
+		err = ctx.Err()
+	}
 	if err != nil {
 		n.close()
 		if ctx.Err() != nil {
@@ -208,6 +219,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 		}
 		return nil, opErr(err)
 	}
+	n.captureLocal()
 	if start {
 		n.start(rt.cfg.Pollable == PollHybrid)
 	}
@@ -246,6 +258,10 @@ func (rt *Runtime) waitConnect(ctx context.Context, n *netFD) error {
 	}
 }
 
+// isAbstractUnix reports whether name is a Linux abstract unix socket
+// address ("@name"): it has no file, so Close unlinks nothing.
+func isAbstractUnix(name string) bool { return len(name) > 0 && name[0] == '@' }
+
 func mapCtxErr(err error) error {
 	switch err {
 	case context.DeadlineExceeded:
@@ -271,6 +287,9 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 		cc := &CallbackConn{std: c, h: h}
 		go rt.runStdCallback(cc)
 		return cc, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
 	}
 	addrs, err := rt.resolve(ctx, network, address)
 	if err != nil {

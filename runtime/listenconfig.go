@@ -156,6 +156,7 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	}
 	nfd := newNetFD(rt, l, fd, family, network)
 	nfd.unlinkPath = unlink
+	nfd.captureLocal()
 	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse)}
 	nfd.start(true)
 	rt.mu.Lock()

@@ -166,7 +166,6 @@ func flagRanges() map[string]flagRange {
 		"wait-latency":         durRange(0, maxWaitLatency, "0 = default"),
 		"idle-poll":            durRange(0, maxIdlePoll, ""),
 		"dedicated":            boolRange,
-		"reuseport":            boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),
@@ -179,6 +178,9 @@ func flagRanges() map[string]flagRange {
 		"drain-delay":          durRange(0, maxDrainDelay, ""),
 		"version":              boolRange,
 		"buf-size":             intRange(minBufSize, maxBufSize, "bytes"),
+		"reuseport":            boolRange,
+		"network":              oneOf("tcp", "udp"),
+		"udp-readers":          intRange(1, 1024, ""),
 	}
 }
 

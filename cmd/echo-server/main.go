@@ -37,14 +37,16 @@ var version = "dev"
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
 	loops, workers, maxConns, bufSize                int
+	network                                          string // tcp (or unix, from the address) or udp (udp.go)
+	udpReaders                                       int
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
-	reusePort                                        bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
 	metricsHostInfo                                 string
+	reusePort                                       bool
 }
 
 func main() {
@@ -56,6 +58,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address: host:port, or a unix socket path starting with / or .")
+	fs.StringVar(&o.network, "network", "tcp", "tcp (unix when -addr is a path) or udp: echo datagrams on a PacketConn")
+	fs.IntVar(&o.udpReaders, "udp-readers", 1, "with -network udp: goroutines reading the socket (more than 1 may reorder a sender's echoes)")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
@@ -141,6 +145,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 1
+	}
+	if o.network == "udp" {
+		return runUDP(rt, o, reg, logger, stderr)
 	}
 	network := "tcp"
 	if len(o.addr) > 0 && (o.addr[0] == '/' || o.addr[0] == '.') {
