@@ -49,8 +49,9 @@ type PacketConn struct {
 	fd        *netFD
 	std       *net.UDPConn // BackendStd
 	rt        *Runtime
-	family    int  // AF_INET or AF_INET6
-	connected bool // from DialUDP
+	family    int      // AF_INET or AF_INET6
+	connected bool     // from DialUDP
+	ur        *udpRing // Config.UDPRecvMultishot: the multishot recvmsg
 }
 
 var (
@@ -176,7 +177,12 @@ func (rt *Runtime) adoptUDP(uc *net.UDPConn, network, op string, connected bool)
 			nfd.remot = raddr
 		}
 		c.fd, c.family = nfd, family
-		nfd.start(true)
+		if rt.cfg.UDPRecvMultishot {
+			c.ur = startUDPRing(nfd)
+		}
+		if c.ur == nil {
+			nfd.start(true)
+		}
 	}
 	rt.mu.Lock()
 	if rt.closed {
@@ -250,6 +256,21 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 		}
 		if fd.rdl.expired.Load() {
 			return 0, 0, 0, c.opErr(op, nil, os.ErrDeadlineExceeded)
+		}
+		if c.ur != nil {
+			r, ok := c.ur.pop()
+			if !ok {
+				polled = true
+				c.ur.rearm()
+				fd.rd.wait(fd.abortRead)
+				continue
+			}
+			if r.errno != 0 {
+				return 0, 0, 0, c.opErr(op, nil, sysError(call, r.errno))
+			}
+			n, oobn, rflags = c.ur.copyOut(r, p, oob, from)
+			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
+			return n, oobn, rflags, nil
 		}
 		if !fd.incref() {
 			continue
@@ -524,6 +545,9 @@ func (c *PacketConn) Close() error {
 	}
 	if err := c.fd.close(); err != nil {
 		return c.opErr("close", nil, err)
+	}
+	if c.ur != nil {
+		c.ur.close()
 	}
 	return nil
 }

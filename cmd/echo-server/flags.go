@@ -180,6 +180,7 @@ func flagRanges() map[string]flagRange {
 		"buf-size":             intRange(minBufSize, maxBufSize, "bytes"),
 		"network":              oneOf("tcp", "udp"),
 		"udp-readers":          intRange(1, 1024, ""),
+		"udp-multishot":        boolRange,
 	}
 }
 
