@@ -246,31 +246,41 @@ func (c *PacketConn) setErr(op string, err error) error {
 // readMsg reads one datagram: nonblock try, then park on the loop's poll.
 // call names the syscall in errors, as Go's net names it.
 func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string) (n, oobn, rflags int, err error) {
+	c.fd.rmu.Lock()
+	defer c.fd.rmu.Unlock()
+	n, oobn, rflags, _, err = c.readMsgLocked(p, oob, flags, from, op, call, true)
+	return n, oobn, rflags, err
+}
+
+// readMsgLocked is readMsg with the read lock held. With park false it
+// does not wait: a socket with nothing queued gives ok false.
+func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string, park bool) (n, oobn, rflags int, ok bool, err error) {
 	fd := c.fd
-	fd.rmu.Lock()
-	defer fd.rmu.Unlock()
 	polled := false
 	for {
 		if fd.closing.Load() {
-			return 0, 0, 0, c.opErr(op, nil, net.ErrClosed)
+			return 0, 0, 0, false, c.opErr(op, nil, net.ErrClosed)
 		}
 		if fd.rdl.expired.Load() {
-			return 0, 0, 0, c.opErr(op, nil, os.ErrDeadlineExceeded)
+			return 0, 0, 0, false, c.opErr(op, nil, os.ErrDeadlineExceeded)
 		}
 		if c.ur != nil {
-			r, ok := c.ur.pop()
-			if !ok {
-				polled = true
+			r, got := c.ur.pop()
+			if !got {
 				c.ur.rearm()
+				if !park {
+					return 0, 0, 0, false, nil
+				}
+				polled = true
 				fd.rd.wait(fd.abortRead)
 				continue
 			}
 			if r.errno != 0 {
-				return 0, 0, 0, c.opErr(op, nil, sysError(call, r.errno))
+				return 0, 0, 0, false, c.opErr(op, nil, sysError(call, r.errno))
 			}
 			n, oobn, rflags = c.ur.copyOut(r, p, oob, from)
 			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
-			return n, oobn, rflags, nil
+			return n, oobn, rflags, true, nil
 		}
 		if !fd.incref() {
 			continue
@@ -281,8 +291,11 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 		switch errno {
 		case 0:
 			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
-			return n, oobn, rflags, nil
+			return n, oobn, rflags, true, nil
 		case syscall.EAGAIN:
+			if !park {
+				return 0, 0, 0, false, nil
+			}
 			polled = true
 			fd.rearmPollIn()
 			fd.rd.wait(fd.abortRead)
@@ -290,7 +303,7 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 		case syscall.EINTR:
 			continue
 		}
-		return 0, 0, 0, c.opErr(op, nil, sysError(call, errno))
+		return 0, 0, 0, false, c.opErr(op, nil, sysError(call, errno))
 	}
 }
 
