@@ -17,15 +17,17 @@ import (
 // RemoteAddr are for a connected socket, from DialUDP), and has
 // *net.UDPConn's ReadFromUDP, WriteToUDP, ReadMsgUDP, WriteMsgUDP (with
 // control messages), their netip.AddrPort forms, SetReadBuffer,
-// SetWriteBuffer, SyscallConn and File, so that libraries which look for
-// those methods (quic-go's OOBCapablePacketConn, golang.org/x/net/ipv4's
-// batch I/O, miekg/dns) use them.
+// SetWriteBuffer, SyscallConn and File, plus golang.org/x/net/ipv4's
+// ReadBatch, so that libraries which look for those methods (quic-go's
+// OOBCapablePacketConn and batch reads, miekg/dns) use them.
 //
 // Every read and write is tried nonblocking in the caller's goroutine
 // (recvmsg(2)/sendmsg(2)); on EAGAIN the goroutine parks until the loop's
 // multishot poll (IORING_OP_POLL_ADD, needs Linux 5.13+ for multishot,
 // single-shot re-armed before) reports the socket ready, so no goroutine
-// blocks an OS thread. This holds whatever Config.Pollable says.
+// blocks an OS thread. This holds whatever Config.Pollable says. With
+// Config.UDPRecvMultishot reads instead take datagrams that a multishot
+// IORING_OP_RECVMSG put in a provided buffer ring (Linux 6.0+).
 //
 // Datagram boundaries are kept: a read returns one datagram, cut to the
 // buffer's length when longer (ReadMsgUDP reports MSG_TRUNC in flags); a
