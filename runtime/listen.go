@@ -80,6 +80,9 @@ func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string)
 		// notice a context cancelled before the call.
 		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
 	}
+	if isUDP(network) {
+		return rt.dialUDPContext(ctx, d, network, address) // udp.go: a *PacketConn
+	}
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {

@@ -2,7 +2,11 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,5 +62,74 @@ func TestUDPReadBatch(t *testing.T) {
 				t.Fatalf("empty socket: %d, %v; want 0 and a deadline error", n, err)
 			}
 		})
+	}
+}
+
+// TestUDPDialAndListenConfig: Dial("udp"), Dialer.DialContext with a
+// LocalAddr and ListenConfig.ListenPacket with Control and ReusePort give
+// PacketConns; two with ReusePort share a port.
+func TestUDPDialAndListenConfig(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2})
+	var controlled atomic.Int32
+	lc := ListenConfig{Runtime: rt, ReusePort: true, Control: func(network, address string, c syscall.RawConn) error {
+		controlled.Add(1)
+		return nil
+	}}
+	a, err := lc.ListenPacket(context.Background(), "udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := lc.ListenPacket(context.Background(), "udp4", a.LocalAddr().String())
+	if err != nil {
+		t.Fatalf("second ReusePort PacketConn on %v: %v", a.LocalAddr(), err)
+	}
+	defer b.Close()
+	if controlled.Load() != 2 {
+		t.Errorf("Control called %d times, want 2", controlled.Load())
+	}
+	c, err := rt.Dial("udp", a.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*PacketConn); !ok {
+		t.Fatalf("Dial(udp) gave %T, want *PacketConn", c)
+	}
+	local := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 0}
+	d := Dialer{Runtime: rt, LocalAddr: local}
+	c2, err := d.DialContext(context.Background(), "udp4", a.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	// Each dialed socket is a flow; SO_REUSEPORT hashes it to a or b.
+	for i, cc := range []net.Conn{c, c2} {
+		if _, err := cc.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan byte, 2)
+	for _, pc := range []*PacketConn{a, b} {
+		go func() {
+			pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 8)
+			for {
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil || n != 1 {
+					return
+				}
+				got <- buf[0]
+			}
+		}()
+	}
+	seen := map[byte]bool{}
+	for len(seen) < 2 {
+		select {
+		case v := <-got:
+			seen[v] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("datagrams seen: %v, want both", seen)
+		}
 	}
 }
