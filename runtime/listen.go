@@ -74,14 +74,12 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 
 // dial is DialContext with a Dialer's options (d nil: the zero Dialer).
 func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string) (net.Conn, error) {
-	if err := ctx.Err(); err != nil {
-		// Checked first on every path: resolving an IP literal or
-		// connecting a unix socket never blocks, so nothing later would
-		// notice a context cancelled before the call.
-		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
-	}
+	// A context cancelled before the call is caught per address in
+	// dialAddrs (with the address in the error, as Go's net words it):
+	// resolving an IP literal or connecting a unix socket never blocks, so
+	// nothing else would notice it.
 	if isUDP(network) {
-		return rt.dialUDPContext(ctx, d, network, address) // udp.go: a *PacketConn
+		return rt.dialUDPContext(ctx, d, network, address) // udp_options.go: a *PacketConn
 	}
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
