@@ -78,6 +78,9 @@ func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string)
 	// dialAddrs (with the address in the error, as Go's net words it):
 	// resolving an IP literal or connecting a unix socket never blocks, so
 	// nothing else would notice it.
+	if isUDP(network) {
+		return rt.dialUDPContext(ctx, d, network, address) // udp_options.go: a *PacketConn
+	}
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {

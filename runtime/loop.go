@@ -60,7 +60,7 @@ type loop struct {
 	idle   loopIdle   // idle.go
 
 	stats loopStats
-	udp   udpStats // PacketConn counters (udp_metrics.go)
+	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }
@@ -522,6 +522,8 @@ func (l *loop) arm(o *op) {
 		}
 	case opTimer:
 		sqe.PrepTimeout(&o.ts, 0, false)
+	case opUDPRecv:
+		o.ur.prep(sqe)
 	}
 	sqe.Flags |= o.sqeFlags
 	if o.nfd != nil {
@@ -709,6 +711,8 @@ func (l *loop) complete(o *op) {
 		o.ln.onAccept(l, o)
 	case opTimer:
 		o.ln.onTimer(l, o)
+	case opUDPRecv:
+		o.ur.onCQE(l, o)
 	}
 }
 

@@ -181,6 +181,7 @@ func flagRanges() map[string]flagRange {
 		"reuseport":            boolRange,
 		"network":              oneOf("tcp", "udp"),
 		"udp-readers":          intRange(1, 1024, ""),
+		"udp-multishot":        boolRange,
 	}
 }
 

@@ -39,6 +39,7 @@ type options struct {
 	loops, workers, maxConns, bufSize                int
 	network                                          string // tcp (or unix, from the address) or udp (udp.go)
 	udpReaders                                       int
+	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated                           bool
@@ -59,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address: host:port, or a unix socket path starting with / or .")
 	fs.StringVar(&o.network, "network", "tcp", "tcp (unix when -addr is a path) or udp: echo datagrams on a PacketConn")
+	fs.BoolVar(&o.udpMultishot, "udp-multishot", false, "with -network udp: receive through a multishot recvmsg into a provided buffer ring (Config.UDPRecvMultishot)")
 	fs.IntVar(&o.udpReaders, "udp-readers", 1, "with -network udp: goroutines reading the socket (more than 1 may reorder a sender's echoes)")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
@@ -134,6 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
+		UDPRecvMultishot: o.udpMultishot,
 	}
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
