@@ -117,6 +117,9 @@ const (
 	DefaultWorkers        = 20                    // fixed-pool worker goroutines
 	DefaultBufferSize     = 4096                  // bytes per provided buffer
 	DefaultBuffers        = 1024                  // provided buffers per loop (a power of two)
+	// DefaultMaxBufferedBytes caps all callback queues of a runtime
+	// together (Config.MaxBufferedBytes), in bytes.
+	DefaultMaxBufferedBytes = 256 << 20
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
@@ -188,6 +191,32 @@ type Config struct {
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
 	// reading from that connection until its output drains.
 	MaxWriteBuffer int
+	// ReusePort makes every TCP Listen of this runtime a ListenConfig
+	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
+	// accepting (multishot under Serve) on its own and keeping what it
+	// accepted, with no hand-off between loops. Default false: one
+	// listening socket on loop 0, connections handed out round robin.
+	ReusePort bool
+	// MaxBufferedBytes caps the bytes of queued output that all callback
+	// connections of the runtime hold together (their queues' chunks); 0
+	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each
+	// loop stops reading from its connections with the largest queues
+	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
+	// as they drain; the overshoot is at most one loop iteration's
+	// receives per loop (Buffers x BufferSize bytes), see
+	// docs/RELIABILITY.md. AsyncWrite from other goroutines is not held
+	// back by it.
+	MaxBufferedBytes int64
+	// IdleTimeout closes a connection (either API, io_uring backend) that
+	// made no read or write progress for that long: no byte received and
+	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
+	// net.Conn is closed as by Close (its blocked and later Reads and
+	// Writes return net.ErrClosed). Connections are swept by each loop
+	// every IdleTimeout/4, so one is closed between IdleTimeout and
+	// 1.25 x IdleTimeout after its last progress; counted in
+	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
+	// least 10ms.
+	IdleTimeout time.Duration
 	// MaxConns caps open connections per listener; connections over it are
 	// closed at once and counted (uringrt_connections_rejected_total). 0
 	// means no cap.
