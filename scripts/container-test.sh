@@ -5,14 +5,15 @@
 #   (a) --security-opt seccomp=deploy/seccomp-io_uring.json: the io_uring
 #       backend; echo-client drives it with 0 errors; /metrics shows
 #       uringrt_backend_info{backend="uring"}; /healthz and /readyz answer;
-#       SIGTERM (podman stop) exits 0.
+#       SIGTERM (podman stop) exits 0. The same with the Kubernetes base's
+#       profile (deploy/k8s/files, flattened to the OCI format), on amd64.
 #   (b) podman's default seccomp profile: it serves through Go's net and logs
 #       exactly one warning naming seccomp and deploy/seccomp-io_uring.json;
 #       backend="std" in /metrics; with -backend uring it exits non-zero
 #       with that message.
 #
 # Env: IMAGE (default localhost/uringrt-echo:latest, built with `make image`
-# if absent), PORT_BASE (default 17410: uses PORT_BASE..PORT_BASE+3 on
+# if absent), PORT_BASE (default 17410: uses PORT_BASE..PORT_BASE+5 on
 # loopback), CLIENT (an echo-client binary; default: go build). Every step
 # is bounded by `timeout`, the whole run by TOTAL_TIMEOUT (default 600 s),
 # and the containers are removed on exit. Exit 0 when all checks pass.
@@ -119,6 +120,20 @@ if start "$a" "$PORT_BASE" $((PORT_BASE + 1)) --security-opt seccomp=deploy/secc
   if grep -q 'level=WARN' <<<"$logs"; then bad "$a: warnings logged: $logs"; fi
   stop "$a"
   say "(a) backend uring, cqes_reaped=$cqes"
+fi
+
+# (a') the profile the Kubernetes base installs (flattened to the OCI format
+# for amd64 nodes): io_uring too.
+flat=deploy/k8s/files/seccomp-io_uring.oci-amd64.json
+if [ "$(uname -m)" = x86_64 ]; then
+  f=$tag-oci
+  say "(a') --security-opt seccomp=$flat"
+  if start "$f" $((PORT_BASE + 4)) $((PORT_BASE + 5)) --security-opt seccomp=$flat -- -backend uring; then
+    drive "$f" $((PORT_BASE + 4))
+    m=$(curl -fsS -m 5 "http://127.0.0.1:$((PORT_BASE + 5))/metrics")
+    grep -q '^uringrt_backend_info{backend="uring"' <<<"$m" || bad "$f: no uringrt_backend_info{backend=\"uring\"}"
+    stop "$f"
+  fi
 fi
 
 # (b) podman's default profile: Go's net, one warning.
