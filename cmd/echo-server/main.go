@@ -44,6 +44,8 @@ type options struct {
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
 	metricsHostInfo                                 string
+
+	limits limitOptions // limits.go
 }
 
 func main() {
@@ -73,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
 	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
 	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
+	o.limits.register(fs)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	ranges := flagRanges()
 	annotateRanges(fs, ranges)
@@ -129,6 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated,
 	}
+	o.limits.apply(&cfg)
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
 	}
