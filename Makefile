@@ -1,6 +1,6 @@
 # uringrt: build, test and benchmark.
 
-.PHONY: build test bench bench-matrix
+.PHONY: build test bench bench-matrix image container-test k8s-files k8s-test
 
 build:
 	mkdir -p bin
@@ -17,3 +17,27 @@ bench:
 # -api conn, -api callback and -backend std in alternating rounds (ROUNDS=, DURATION=).
 bench-matrix:
 	scripts/bench.sh -matrix
+
+# The echo-server image, built offline with podman: static binaries and a
+# nonroot passwd laid out by scripts/image-rootfs.sh, FROM scratch
+# (deploy/image/Containerfile). IMAGE= names it.
+IMAGE ?= localhost/uringrt-echo:latest
+PODMAN ?= podman --runtime runc
+
+image:
+	scripts/image-rootfs.sh build/image/rootfs
+	$(PODMAN) build --build-context rootfs=build/image/rootfs -f deploy/image/Containerfile -t $(IMAGE) build/image
+
+# Build the image and run it under the project's seccomp profile and under
+# podman's default one (scripts/container-test.sh).
+container-test: image
+	IMAGE=$(IMAGE) scripts/container-test.sh
+
+# deploy/k8s reads copies of the seccomp profile and the dashboard
+# (kustomize loads no file outside its directory); refresh them.
+k8s-files:
+	cp deploy/seccomp-io_uring.json deploy/grafana/uringrt.json deploy/k8s/files/
+
+# The Kubernetes base: strict decode into k8s.io/api types (own module).
+k8s-test:
+	cd deploy/k8s && go test ./...

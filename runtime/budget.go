@@ -154,7 +154,7 @@ func (l *loop) budgetCheck() {
 
 // readDone reports that c's peer closed its writing side, so its recv is
 // not re-armed.
-func (c *CallbackConn) readDone() bool { return false }
+func (c *CallbackConn) readDone() bool { return c.rdEOF }
 
 // failed reports that c is closing on an error: its queued output will
 // never be sent.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/uringrt/uringrt/netpoll"
@@ -33,7 +34,21 @@ type CallbackConn struct {
 	armed     int
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
 	blocking  bool
+	rdEOF     bool  // the peer's FIN came and the handler keeps the write side open
 	slot      int32 // registered file slot, or -1
+
+	// wrClosed: no more writes are accepted (a Close began, or AsyncClose
+	// was posted). Set and read under the loop's queue lock, so an
+	// AsyncWrite either is queued ahead of the close or fails.
+	wrClosed atomic.Bool
+	// pendingWrites counts AsyncWrites posted and not yet taken by the
+	// loop: the fd is not closed while some are on their way.
+	pendingWrites atomic.Int32
+
+	// std backend: stdClosed is closed by Close so that a half-open
+	// connection's reader can call OnClose.
+	stdClosed   chan struct{}
+	stdCloseOne sync.Once
 
 	// std backend
 	std   net.Conn
@@ -97,24 +112,34 @@ func (c *CallbackConn) Write(p []byte) (int, error) {
 
 // AsyncWrite queues a copy of p from any goroutine: the bytes are posted to
 // the connection's loop and sent after what was queued before. It returns
-// len(p), nil, or net.ErrClosed once the connection is closing.
+// len(p), nil, or 0, net.ErrClosed once a Close or AsyncClose began (or
+// the connection ended): bytes it accepts are sent before the connection
+// closes, unless the connection fails first (a reset, a write error).
 func (c *CallbackConn) AsyncWrite(p []byte) (int, error) {
 	if c.std != nil {
 		return c.Write(p)
 	}
-	if c.fd.closing.Load() {
+	data := append([]byte(nil), p...)
+	l := c.l
+	l.mu.Lock()
+	if c.wrClosed.Load() || l.exited {
+		l.mu.Unlock()
 		return 0, net.ErrClosed
 	}
-	c.l.post(request{kind: reqCBWrite, cc: c, data: append([]byte(nil), p...)})
+	c.pendingWrites.Add(1)
+	l.queue = append(l.queue, request{kind: reqCBWrite, cc: c, data: data})
+	l.mu.Unlock()
+	l.wake()
 	return len(p), nil
 }
 
 // Close closes the connection after the queued output is sent; OnClose
 // follows with a nil error. Like Write, call it from the handler's
-// callbacks; AsyncClose works from any goroutine.
+// callbacks; AsyncClose works from any goroutine. Writes after it return
+// net.ErrClosed.
 func (c *CallbackConn) Close() error {
 	if c.std != nil {
-		return c.std.Close()
+		return c.closeStd()
 	}
 	if c.blocking {
 		return c.AsyncClose()
@@ -123,18 +148,58 @@ func (c *CallbackConn) Close() error {
 	return nil
 }
 
-// AsyncClose is Close from any goroutine.
+// AsyncClose is Close from any goroutine: AsyncWrites that returned before
+// it are sent first; AsyncWrites after it return net.ErrClosed.
 func (c *CallbackConn) AsyncClose() error {
 	if c.std != nil {
-		return c.std.Close()
+		return c.closeStd()
 	}
-	c.l.post(request{kind: reqCBClose, cc: c})
+	l := c.l
+	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		return nil
+	}
+	c.wrClosed.Store(true)
+	l.queue = append(l.queue, request{kind: reqCBClose, cc: c})
+	l.mu.Unlock()
+	l.wake()
 	return nil
 }
 
-// queue appends p to the output (loop only).
-func (c *CallbackConn) queue(p []byte) {
+// closeStd closes a BackendStd connection and lets its reader call OnClose.
+func (c *CallbackConn) closeStd() error {
+	err := c.std.Close()
+	if c.stdClosed != nil {
+		c.stdCloseOne.Do(func() { close(c.stdClosed) })
+	}
+	return err
+}
+
+// shutWrites refuses further AsyncWrites (loop only; see wrClosed).
+func (c *CallbackConn) shutWrites() {
+	if c.wrClosed.Load() {
+		return
+	}
+	c.l.mu.Lock()
+	c.wrClosed.Store(true)
+	c.l.mu.Unlock()
+}
+
+// queueAsync takes the bytes of an AsyncWrite (loop only).
+func (c *CallbackConn) queueAsync(p []byte) {
+	c.pendingWrites.Add(-1)
+	c.queue(p)
 	if c.closing {
+		c.maybeFinalize()
+	}
+}
+
+// queue appends p to the output (loop only). While a Close is under way
+// the bytes still go out before the fd closes; after a failure (reset,
+// write error, the runtime closing) there is nowhere to send them.
+func (c *CallbackConn) queue(p []byte) {
+	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
 		return
 	}
 	c.outq.write(c.l, p)
@@ -214,7 +279,7 @@ func (c *CallbackConn) onRecv(o *op) {
 			l.bufRing.Recycle(id)
 		}
 	case res == 0:
-		c.closeOnLoop(io.EOF)
+		c.readEOF()
 	case res == -int32(syscall.ENOBUFS):
 		l.stats.enobufs.Add(1)
 		// Buffers come back when this batch's recycles are committed;
@@ -228,11 +293,37 @@ func (c *CallbackConn) onRecv(o *op) {
 		c.maybeFinalize()
 		return
 	}
-	if !o.armed && !c.paused {
+	if !o.armed && !c.paused && !c.rdEOF {
 		if res == -int32(syscall.ENOBUFS) {
 			l.bufRing.Commit()
 		}
 		l.arm(o)
+	}
+}
+
+// readEOF handles the peer's orderly close (recv returned 0): a
+// HalfCloser handler that asks for it keeps the write side open until it
+// closes the connection; otherwise the connection closes once its queued
+// output is sent, with OnClose(c, io.EOF).
+func (c *CallbackConn) readEOF() {
+	hc, ok := c.h.(HalfCloser)
+	if !ok || c.closing {
+		c.closeOnLoop(io.EOF)
+		return
+	}
+	c.rdEOF = true
+	if c.blocking {
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+			defer c.recoverHandler()
+			if !hc.OnReadEOF(c) {
+				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
+			}
+		})
+		return
+	}
+	defer c.recoverHandler()
+	if !hc.OnReadEOF(c) {
+		c.closeOnLoop(io.EOF)
 	}
 }
 
@@ -308,6 +399,7 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	}
 	c.closing = true
 	c.closeErr = err
+	c.shutWrites()
 	if err != nil && err != io.EOF {
 		c.outq.discard(c.l, c.sendOp.armed) // an error: nothing more can be sent
 		c.l.cancelOp(&c.sendOp)
@@ -321,6 +413,7 @@ func (c *CallbackConn) fail(err error) {
 	if !c.closing {
 		c.closing = true
 		c.closeErr = err
+		c.shutWrites()
 		c.l.cancelOp(&c.recvOp)
 	}
 }
@@ -330,7 +423,7 @@ func (c *CallbackConn) maybeFinalize() {
 	if c.finalized {
 		return
 	}
-	if !c.closing || c.armed > 0 || c.outq.n > 0 && !c.l.stopping {
+	if !c.closing || c.armed > 0 || (c.outq.n > 0 || c.pendingWrites.Load() > 0) && !c.l.stopping {
 		if c.closing && c.outq.n > 0 && !c.sendOp.armed && !c.dirty {
 			c.dirty = true
 			c.l.dirty = append(c.l.dirty, c)

@@ -191,6 +191,12 @@ type Config struct {
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
 	// reading from that connection until its output drains.
 	MaxWriteBuffer int
+	// ReusePort makes every TCP Listen of this runtime a ListenConfig
+	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
+	// accepting (multishot under Serve) on its own and keeping what it
+	// accepted, with no hand-off between loops. Default false: one
+	// listening socket on loop 0, connections handed out round robin.
+	ReusePort bool
 	// MaxBufferedBytes caps the bytes of queued output that all callback
 	// connections of the runtime hold together (their queues' chunks); 0
 	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each

@@ -66,11 +66,15 @@ func startHTTP(t testing.TB, rt *Runtime, h http.Handler) (url string, newConns 
 	return "http://" + ln.Addr().String(), newConns
 }
 
-// echoPath answers GET /p with "hello /p" and POST with its body.
+// echoPath answers GET /p with "hello /p" and POST with its body. It reads
+// the whole body before writing: net/http (HTTP/1.x) closes the request body
+// once the response header is flushed, which io.Copy(w, r.Body) does after
+// 512 bytes when the conn is an io.ReaderFrom (*net.TCPConn or *Conn).
 var echoPath = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		w.Header().Set("Content-Type", "application/octet-stream")
-		io.Copy(w, r.Body)
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")

@@ -1073,8 +1073,8 @@ func TestShutdownUnderLoad(t *testing.T) {
 			}
 			for _, l := range rt.loops {
 				<-l.done
-				if l.inflight != 0 || len(l.closing) != 0 || len(l.cbConns) != 0 {
-					t.Errorf("loop %d after Shutdown: %d ops in flight, %d fds closing, %d callback conns", l.id, l.inflight, len(l.closing), len(l.cbConns))
+				if l.inflight != 0 || l.closing != 0 || len(l.cbConns) != 0 {
+					t.Errorf("loop %d after Shutdown: %d ops in flight, %d fds closing, %d callback conns", l.id, l.inflight, l.closing, len(l.cbConns))
 				}
 			}
 			rt.mu.Lock()

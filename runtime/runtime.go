@@ -38,6 +38,7 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	conns     map[*netFD]struct{}
+	counted   int // conns accepted or dialed (not listeners): Shutdown waits for them
 	listeners map[closer]struct{}
 	stdConns  map[net.Conn]struct{}
 	closed    bool
@@ -235,6 +236,9 @@ func (rt *Runtime) track(n *netFD) {
 	n.idle.active.Store(true) // a new connection starts its idle time now
 	rt.mu.Lock()
 	rt.conns[n] = struct{}{}
+	if n.ln != nil || n.dialed {
+		rt.counted++
+	}
 	rt.mu.Unlock()
 }
 
@@ -242,6 +246,9 @@ func (rt *Runtime) untrack(n *netFD) {
 	rt.mu.Lock()
 	if _, ok := rt.conns[n]; ok {
 		delete(rt.conns, n)
+		if n.ln != nil || n.dialed {
+			rt.counted--
+		}
 		if n.ln != nil {
 			n.ln.active.Add(-1)
 			n.l.stats.closed.Add(1)
@@ -254,14 +261,10 @@ func (rt *Runtime) untrack(n *netFD) {
 	rt.mu.Unlock()
 }
 
+// connCountLocked is the number of open connections (rt.mu held), O(1):
+// every close asks it during Shutdown.
 func (rt *Runtime) connCountLocked() int {
-	n := len(rt.stdConns)
-	for fd := range rt.conns {
-		if fd.ln != nil || fd.dialed {
-			n++
-		}
-	}
-	return n
+	return len(rt.stdConns) + rt.counted
 }
 
 func (rt *Runtime) handlerPanic(v any) {
@@ -308,6 +311,8 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)
+	case *reuseListener: // listenconfig.go: a multishot accept per loop
+		return l.serve(rt, h)
 	}
 	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
 }
@@ -382,13 +387,22 @@ func (rt *Runtime) Close() error {
 	for _, c := range stds {
 		c.Close()
 	}
+	// Every net.Conn is closed at once (their loops cancel and close them
+	// in batches), then each is awaited, also when a concurrent Close owns
+	// it: before the loops stop.
+	var wg sync.WaitGroup
 	for _, fd := range conns {
 		if fd.cb {
 			continue // a callback conn: its loop closes it
 		}
-		fd.close()
-		<-fd.closed // also when a concurrent Close owns it: before the loops stop
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd.close()
+			<-fd.closed
+		}()
 	}
+	wg.Wait()
 	rt.stopLoops()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -89,9 +89,10 @@ func DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketConn, error) {
 // ListenPacket announces on the local address for networks "udp", "udp4"
 // and "udp6", like net.ListenPacket (address resolution, dual stack and
 // SO_BROADCAST are Go's net's, then the socket is driven by one of this
-// runtime's loops). Errors are *net.OpError with Op "listen", as from
-// net.ListenPacket (EADDRINUSE, EACCES, an unknown network, ...), or
-// net.ErrClosed once the runtime is closed.
+// runtime's loops). Runtime.Shutdown and Close close it. Errors are
+// *net.OpError with Op "listen", as from net.ListenPacket (EADDRINUSE,
+// EACCES, an unknown network, ...), or net.ErrClosed once the runtime is
+// closed.
 func (rt *Runtime) ListenPacket(network, address string) (*PacketConn, error) {
 	if err := rt.udpCheck("listen", network); err != nil {
 		return nil, err
@@ -124,6 +125,9 @@ func (rt *Runtime) ListenUDP(network string, laddr *net.UDPAddr) (*PacketConn, e
 // "dial".
 func (rt *Runtime) DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketConn, error) {
 	if err := rt.udpCheck("dial", network); err != nil {
+		if raddr != nil {
+			err.(*net.OpError).Addr = raddr
+		}
 		return nil, err
 	}
 	uc, err := net.DialUDP(network, laddr, raddr)
@@ -133,7 +137,7 @@ func (rt *Runtime) DialUDP(network string, laddr, raddr *net.UDPAddr) (*PacketCo
 	return rt.adoptUDP(uc, network, "dial", true)
 }
 
-func (rt *Runtime) udpCheck(op, network string) error {
+func (rt *Runtime) udpCheck(op, network string) error { // *net.OpError or nil
 	switch network {
 	case "udp", "udp4", "udp6":
 	default:

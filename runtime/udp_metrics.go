@@ -11,7 +11,9 @@ import (
 )
 
 // udpStats are one loop's UDP counters, written by the goroutines of its
-// PacketConns and read at scrape time.
+// PacketConns and read at scrape time. I/O a caller does itself through
+// SyscallConn (x/net's recvmmsg batches, as quic-go reads) is not seen, so
+// not counted.
 type udpStats struct {
 	_                    [64]byte
 	inDatagrams, inBytes atomic.Uint64

@@ -560,3 +560,55 @@ func TestUDPConcurrentReadWrite(t *testing.T) {
 		t.Fatalf("%d of %d datagrams echoed", len(seen), writers*each)
 	}
 }
+
+// TestUDPRuntimeCloseClosesPacketConn: Runtime.Close closes its
+// PacketConns, waking a parked ReadFrom with net.ErrClosed, and leaves no
+// descriptor behind; ListenPacket after Close fails with net.ErrClosed.
+func TestUDPRuntimeCloseClosesPacketConn(t *testing.T) {
+	before := countFDs(t)
+	rt, err := New(Config{Loops: 1, Backend: BackendUring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := rt.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := pc.ReadFrom(make([]byte, 16))
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let it park (not needed for correctness)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("parked ReadFrom after Runtime.Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Runtime.Close did not wake a parked ReadFrom")
+	}
+	if _, err := rt.ListenPacket("udp", "127.0.0.1:0"); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("ListenPacket after Close: %v, want net.ErrClosed", err)
+	}
+	waitFDs(t, before)
+}
+
+// TestUDPUnknownNetwork: networks other than udp, udp4, udp6 are refused as
+// net.ListenPacket and net.DialUDP refuse them.
+func TestUDPUnknownNetwork(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	_, stdErr := net.ListenPacket("sctp", "127.0.0.1:0")
+	_, err := rt.ListenPacket("sctp", "127.0.0.1:0")
+	if describeErr(err) != describeErr(stdErr) {
+		t.Errorf("ListenPacket(sctp): %s, Go's net: %s", describeErr(err), describeErr(stdErr))
+	}
+	_, stdErr = net.DialUDP("ip4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	_, err = rt.DialUDP("ip4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	if describeErr(err) != describeErr(stdErr) {
+		t.Errorf("DialUDP(ip4): %s, Go's net: %s", describeErr(err), describeErr(stdErr))
+	}
+}

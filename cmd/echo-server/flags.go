@@ -178,6 +178,9 @@ func flagRanges() map[string]flagRange {
 		"drain-delay":          durRange(0, maxDrainDelay, ""),
 		"version":              boolRange,
 		"buf-size":             intRange(minBufSize, maxBufSize, "bytes"),
+		"reuseport":            boolRange,
+		"network":              oneOf("tcp", "udp"),
+		"udp-readers":          intRange(1, 1024, ""),
 	}
 	for name, r := range limitRanges() {
 		ranges[name] = r

@@ -1,0 +1,442 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Zero-copy copies for io.Copy, in the shapes of Go's net/sendfile.go,
+// net/splice_linux.go and internal/poll/{sendfile_unix,splice_linux}.go:
+// every syscall is a nonblock try on a nonblocking socket, and on EAGAIN the
+// goroutine waits for readiness as Read and Write do (the loop arms POLLIN
+// or POLLOUT through the ring, the goroutine parks on the fd's pollDesc).
+
+const (
+	// maxSpliceSize is the most one splice(2) moves into the pipe (bytes):
+	// the pipe's size, as in Go's internal/poll.
+	maxSpliceSize = 1 << 20
+	// maxSendfileChunk is the most one sendfile(2) is asked for (bytes), so
+	// that Close and deadlines are looked at between chunks even when the
+	// peer keeps up and sendfile never meets EAGAIN.
+	maxSendfileChunk = 4 << 20
+	spliceFlags      = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
+)
+
+// ReadFrom implements io.ReaderFrom, so io.Copy(c, r) takes a zero-copy
+// path where *net.TCPConn's does, and net/http's file serving
+// (http.ServeContent, http.ServeFile, whose response writer calls
+// ReadFrom on the connection) uses it:
+//   - r an *os.File, or an *io.LimitedReader of one: sendfile(2) from the
+//     file's position, which it advances;
+//   - r a *Conn, a *net.TCPConn or a stream *net.UnixConn, or an
+//     *io.LimitedReader of one: splice(2) through a pipe (socket -> pipe ->
+//     c), at most 1 MiB per splice.
+//
+// An io.LimitedReader's N is lowered by the bytes copied. Any other reader,
+// a kernel that refuses the call for these descriptors (EINVAL, ENOSYS,
+// EOPNOTSUPP before any byte moved), and the PollRing, PollAsync and
+// PollBlocking policies copy through a 32 KiB buffer with Read and Write.
+// Concurrent Writes wait until ReadFrom returns. Errors other than io.EOF
+// are *net.OpError with Op "readfrom" wrapping net.ErrClosed,
+// os.ErrDeadlineExceeded (c's write deadline, or the source conn's read
+// deadline) or an *os.SyscallError ("sendfile", "splice").
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	n, err, handled := c.zeroCopyFrom(r)
+	if !handled {
+		var m int64
+		m, err = io.Copy(writerOnly{c}, r)
+		n += m
+	}
+	if err != nil && err != io.EOF {
+		err = c.fd.opError("readfrom", err)
+	}
+	return n, err
+}
+
+// WriteTo implements io.WriterTo: io.Copy(w, c) splices (c -> pipe -> w)
+// when w is a *Conn, a *net.TCPConn or a stream *net.UnixConn, as
+// *net.TCPConn's does, until c reads EOF; otherwise it copies through a
+// 32 KiB buffer. Concurrent Reads wait until WriteTo returns. Errors are
+// *net.OpError with Op "writeto" wrapping net.ErrClosed,
+// os.ErrDeadlineExceeded or an *os.SyscallError ("splice").
+func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	n, err, handled := c.spliceTo(w)
+	if !handled {
+		var m int64
+		m, err = io.Copy(w, readerOnly{c})
+		n += m
+	}
+	if err != nil && err != io.EOF {
+		err = c.fd.opError("writeto", err)
+	}
+	return n, err
+}
+
+// writerOnly and readerOnly hide ReadFrom and WriteTo, so the generic
+// copies do not come back here.
+type writerOnly struct{ io.Writer }
+type readerOnly struct{ io.Reader }
+
+// zeroCopyFrom runs ReadFrom's sendfile or splice path. handled is false
+// when it did nothing and the caller must copy generically.
+func (c *Conn) zeroCopyFrom(r io.Reader) (written int64, err error, handled bool) {
+	if !c.fd.rawCapable() {
+		return 0, nil, false
+	}
+	remain, lr := int64(0), (*io.LimitedReader)(nil)
+	if l, ok := r.(*io.LimitedReader); ok {
+		lr, remain, r = l, l.N, l.R
+		if remain <= 0 {
+			return 0, nil, true
+		}
+	}
+	if src, ok := rawEndOf(r); ok {
+		if remain == 0 {
+			remain = 1<<63 - 1
+		}
+		written, handled, err = spliceCopy(c.fd, src, remain)
+	} else {
+		written, err, handled = c.sendFile(r, remain)
+	}
+	if lr != nil {
+		lr.N -= written
+	}
+	return written, err, handled
+}
+
+// spliceTo runs WriteTo's splice path.
+func (c *Conn) spliceTo(w io.Writer) (written int64, err error, handled bool) {
+	if !c.fd.rawCapable() {
+		return 0, nil, false
+	}
+	dst, ok := rawEndOf(w)
+	if !ok {
+		return 0, nil, false
+	}
+	written, handled, err = spliceCopy(dst, c.fd, 1<<63-1)
+	return written, err, handled
+}
+
+// sendFile copies from a file (r: an *os.File or a value wrapping one that
+// implements syscall.Conn and is no net.Conn) with sendfile(2): up to
+// remain bytes, or to the file's end when remain is 0.
+func (c *Conn) sendFile(r io.Reader, remain int64) (written int64, err error, handled bool) {
+	if _, isConn := r.(net.Conn); isConn {
+		return 0, nil, false
+	}
+	f, ok := r.(syscall.Conn)
+	if !ok {
+		return 0, nil, false
+	}
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	var werr error
+	err = sc.Read(func(src uintptr) bool {
+		written, werr, handled = c.fd.sendFileFrom(int(src), remain)
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return written, err, handled
+}
+
+// sendFileFrom sends from file descriptor src, holding c's write lock.
+func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, handled bool) {
+	fd.wmu.Lock()
+	defer fd.wmu.Unlock()
+	var serr syscall.Errno
+	err = fd.rawWrite(func(dst int) rawResult {
+		chunk := int64(maxSendfileChunk)
+		if remain > 0 {
+			chunk = min(remain-written, chunk)
+		}
+		// A file read may block on the disk: Syscall, not RawSyscall.
+		n, _, e := syscall.Syscall6(unix.SYS_SENDFILE, uintptr(dst), uintptr(src), 0, uintptr(chunk), 0, 0)
+		if e == 0 && int64(n) > 0 {
+			written += int64(n)
+		}
+		done := remain > 0 && written >= remain
+		switch e {
+		case 0:
+			if n == 0 || done {
+				return rawDone
+			}
+			return rawMore
+		case syscall.EAGAIN:
+			if done {
+				return rawDone
+			}
+			return rawWait
+		case syscall.EINTR:
+			return rawMore
+		}
+		serr = e
+		return rawDone
+	})
+	fd.l.countWrite(int(written), true)
+	if err != nil {
+		return written, err, true
+	}
+	switch serr {
+	case 0:
+		return written, nil, true
+	case syscall.ENOSYS, syscall.EINVAL, syscall.EOPNOTSUPP: // EOPNOTSUPP == ENOTSUP on Linux
+		// No sendfile for these descriptors: nothing moved yet means
+		// the caller can still copy generically.
+		return written, sysError("sendfile", serr), written > 0
+	}
+	return written, sysError("sendfile", serr), true
+}
+
+// rawResult is what a raw function reports to rawRead and rawWrite.
+type rawResult int
+
+const (
+	rawDone rawResult = iota // finished (result or error stored by the function)
+	rawWait                  // EAGAIN: wait for readiness, then call again
+	rawMore                  // made progress or EINTR: call again at once
+)
+
+// rawEnd is one side of a splice: the connection's descriptor, run through
+// f until f reports rawDone, waiting for readiness on rawWait. Errors are
+// net.ErrClosed and os.ErrDeadlineExceeded (or those of a std conn's
+// syscall.RawConn, unwrapped from their *net.OpError).
+type rawEnd interface {
+	rawRead(f func(sysfd int) rawResult) error
+	rawWrite(f func(sysfd int) rawResult) error
+	lockRead() func()
+	lockWrite() func()
+	doneRead(n int64)
+	doneWrite(n int64)
+}
+
+// rawCapable reports whether fd waits for readiness the hybrid way (a
+// multishot POLLIN and one-shot POLLOUT armed by the loop), which rawRead
+// and rawWrite rely on.
+func (fd *netFD) rawCapable() bool {
+	return fd.connIO != nil && fd.rt.cfg.Pollable == PollHybrid
+}
+
+// rawRead runs f on the socket; on rawWait it waits for POLLIN as Read
+// does. The caller holds rmu.
+func (fd *netFD) rawRead(f func(int) rawResult) error {
+	for {
+		if fd.closing.Load() {
+			return net.ErrClosed
+		}
+		if fd.rdl.expired.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		if !fd.incref() {
+			continue
+		}
+		r := f(fd.fd)
+		fd.decref()
+		switch r {
+		case rawDone:
+			return nil
+		case rawWait:
+			fd.rearmPollIn()
+			fd.rd.wait(fd.abortRead)
+		}
+	}
+}
+
+// rawWrite runs f on the socket; on rawWait it waits for POLLOUT as Write
+// does. The caller holds wmu.
+func (fd *netFD) rawWrite(f func(int) rawResult) error {
+	for {
+		if fd.closing.Load() {
+			return net.ErrClosed
+		}
+		if fd.wdl.expired.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		if !fd.incref() {
+			continue
+		}
+		r := f(fd.fd)
+		fd.decref()
+		switch r {
+		case rawDone:
+			return nil
+		case rawWait:
+			fd.l.post(request{kind: reqArm, op: &fd.pollOut})
+			fd.wr.wait(fd.abortWrite)
+		}
+	}
+}
+
+func (fd *netFD) lockRead() func() {
+	fd.rmu.Lock()
+	return func() {
+		// Bytes left the socket behind Read's back: its next Read tries
+		// recv first rather than trusting the last short read.
+		fd.rdDrained = false
+		fd.rmu.Unlock()
+	}
+}
+
+func (fd *netFD) lockWrite() func() {
+	fd.wmu.Lock()
+	return fd.wmu.Unlock
+}
+
+func (fd *netFD) doneRead(n int64)  { fd.l.countRead(int(n), true) }
+func (fd *netFD) doneWrite(n int64) { fd.l.countWrite(int(n), true) }
+
+// stdEnd is a *net.TCPConn or stream *net.UnixConn of Go's net as a splice
+// end: its syscall.RawConn waits through Go's netpoller and holds its own
+// locks.
+type stdEnd struct{ rc syscall.RawConn }
+
+func (s stdEnd) rawRead(f func(int) rawResult) error {
+	return unwrapOpError(s.rc.Read(func(fd uintptr) bool { return runRaw(f, int(fd)) }))
+}
+
+func (s stdEnd) rawWrite(f func(int) rawResult) error {
+	return unwrapOpError(s.rc.Write(func(fd uintptr) bool { return runRaw(f, int(fd)) }))
+}
+
+func (stdEnd) lockRead() func()  { return func() {} }
+func (stdEnd) lockWrite() func() { return func() {} }
+func (stdEnd) doneRead(int64)    {}
+func (stdEnd) doneWrite(int64)   {}
+
+// runRaw adapts f to syscall.RawConn's function: true when done, false to
+// wait for readiness.
+func runRaw(f func(int) rawResult, fd int) bool {
+	for {
+		switch f(fd) {
+		case rawDone:
+			return true
+		case rawWait:
+			return false
+		}
+	}
+}
+
+func unwrapOpError(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
+}
+
+// rawEndOf returns v as a splice end: a *Conn under the hybrid policy, a
+// *net.TCPConn, or a *net.UnixConn of network "unix" (a stream).
+func rawEndOf(v any) (rawEnd, bool) {
+	switch c := v.(type) {
+	case *Conn:
+		if c.fd.rawCapable() {
+			return c.fd, true
+		}
+	case *net.TCPConn:
+		if rc, err := c.SyscallConn(); err == nil {
+			return stdEnd{rc}, true
+		}
+	case *net.UnixConn:
+		if a, ok := c.LocalAddr().(*net.UnixAddr); ok && a.Net == "unix" {
+			if rc, err := c.SyscallConn(); err == nil {
+				return stdEnd{rc}, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// spliceCopy moves up to remain bytes from src to dst through a pipe:
+// splice(2) src -> pipe (at most 1 MiB), then pipe -> dst until the pipe is
+// empty, until src reads EOF. handled is false when nothing could be done
+// (no pipe, or the kernel refuses to splice from src: EINVAL).
+func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return 0, false, nil
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, maxSpliceSize) // best effort; a smaller pipe takes less per splice
+	unlockR := src.lockRead()
+	defer unlockR()
+	unlockW := dst.lockWrite()
+	defer unlockW()
+	var read int64
+	defer func() {
+		src.doneRead(read)
+		dst.doneWrite(written)
+	}()
+	for remain > 0 {
+		max := int(min(remain, maxSpliceSize))
+		var inPipe int
+		var serr syscall.Errno
+		err = src.rawRead(func(fd int) rawResult {
+			n, e := rawSplice(fd, p[1], max)
+			switch e {
+			case syscall.EINTR:
+				return rawMore
+			case syscall.EAGAIN:
+				return rawWait
+			}
+			inPipe, serr = n, e
+			return rawDone
+		})
+		if err == nil && serr != 0 {
+			if serr == syscall.EINVAL && !handled {
+				return 0, false, nil // src cannot be spliced: nothing consumed
+			}
+			err = sysError("splice", serr)
+		}
+		handled = true
+		if err != nil || inPipe == 0 {
+			return written, true, err
+		}
+		read += int64(inPipe)
+		err = dst.rawWrite(func(fd int) rawResult {
+			n, e := rawSplice(p[0], fd, inPipe)
+			if n > 0 {
+				inPipe -= n
+				written += int64(n)
+				remain -= int64(n)
+			}
+			switch {
+			case e == syscall.EAGAIN:
+				return rawWait
+			case e == syscall.EINTR || (e == 0 && n > 0 && inPipe > 0):
+				// A short splice: more of the pipe to move.
+				return rawMore
+			case e != 0:
+				serr = e
+			}
+			return rawDone
+		})
+		if err == nil && serr != 0 {
+			err = sysError("splice", serr)
+		}
+		if err != nil {
+			// Bytes left in the pipe are lost with it, as with a Write
+			// that fails part way.
+			return written, true, err
+		}
+	}
+	return written, true, nil
+}
+
+// rawSplice is one nonblocking splice(2) between a socket and a pipe (both
+// nonblocking, so it never blocks and skips the scheduler's hand-off).
+func rawSplice(in, out, n int) (int, syscall.Errno) {
+	r, _, e := syscall.RawSyscall6(unix.SYS_SPLICE, uintptr(in), 0, uintptr(out), 0, uintptr(n), spliceFlags)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}

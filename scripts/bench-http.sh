@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Real-server benchmark: the same small servers (bench/cmd/http-server,
+# bench/cmd/resp-server) on uringrt's listener and on Go's net, side by side
+# in alternating rounds (std uring std uring ...), medians and ratios.
+#
+#   scripts/bench-http.sh                       # all workloads, 3 rounds, 5 s each
+#   WORKLOADS="http-ka resp" ROUNDS=5 DUR=10 scripts/bench-http.sh
+#
+# Workloads (client pinned to CPU 1, server to CPU 0 with GOMAXPROCS=1 and
+# one uringrt loop):
+#   http-ka     net/http, wrk -t1 -c200 (keep-alive)
+#   http-close  net/http, wrk -t1 -c200 -H 'Connection: close' (a new connection per request)
+#   h2          net/http HTTP/2 over crypto/tls, h2load -t1 -c32 -m10
+#   resp        tidwall/redcon, redis-benchmark -c50 -t set,get (no pipelining)
+# Needs wrk, h2load (Debian nghttp2-client) and redis-benchmark (redis-tools).
+#
+# Server CPU per request comes from /proc/PID/stat (utime+stime) read just
+# before and after the client's run. Every server is stopped by its own PID.
+# Environment: WORKLOADS ROUNDS DUR CONNS PORT OUT (results directory,
+# default /tmp/bench-http-<timestamp>).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp}
+ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-5}
+CONNS=${CONNS:-200}
+PORT=${PORT:-17620}
+OUT=${OUT:-/tmp/bench-http-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/bin"
+RAW=$OUT/raw.txt
+: >"$RAW"
+
+for tool in wrk h2load redis-benchmark; do
+	command -v $tool >/dev/null || { echo "bench-http.sh: $tool not installed (apt-get install wrk nghttp2-client redis-tools)" >&2; exit 2; }
+done
+echo "# building into $OUT/bin" >&2
+(cd "$ROOT/bench" && go build -o "$OUT/bin/http-server" ./cmd/http-server && go build -o "$OUT/bin/resp-server" ./cmd/resp-server)
+
+CLK=$(getconf CLK_TCK)
+SPID=
+cleanup() {
+	if [[ -n $SPID ]]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; fi
+	SPID=
+}
+trap cleanup EXIT
+
+# cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+wait_port() {
+	for _ in $(seq 100); do
+		if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	echo "server did not listen on $PORT" >&2
+	return 1
+}
+
+# run_client WORKLOAD -> prints "requests rps"
+run_client() {
+	local url=http://127.0.0.1:$PORT/ out
+	case $1 in
+	http-ka)
+		out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" "$url")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
+	http-close)
+		out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -H 'Connection: close' "$url")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
+	h2)
+		out=$(taskset -c 1 h2load -t1 -c32 -m10 -D "$DUR" --warm-up-time=1 "https://127.0.0.1:$PORT/")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '/^finished in/{gsub(",","",$4); s=$4} /^requests:/{r=$8} END{print r, s}' ;;
+	resp)
+		local n=$((DUR * 40000))
+		out=$(taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$PORT" -c 50 -n "$n" -t set,get --csv)
+		echo "$out" >>"$OUT/clients.log"
+		# two tests of n requests each; rps: the mean of SET's and GET's
+		echo "$out" | awk -F'"' -v n="$n" '/^"(SET|GET)"/{s+=$4; k++} END{print 2*n, s/k}' ;;
+	esac
+}
+
+for w in $WORKLOADS; do
+	for r in $(seq "$ROUNDS"); do
+		for b in std uring; do
+			case $w in
+			resp) cmd=("$OUT/bin/resp-server" -addr 127.0.0.1:$PORT -backend $b) ;;
+			h2) cmd=("$OUT/bin/http-server" -addr 127.0.0.1:$PORT -backend $b -tls) ;;
+			*) cmd=("$OUT/bin/http-server" -addr 127.0.0.1:$PORT -backend $b) ;;
+			esac
+			GOMAXPROCS=1 taskset -c 0 "${cmd[@]}" 2>>"$OUT/servers.log" &
+			SPID=$!
+			wait_port
+			t0=$(cpu_ticks $SPID)
+			read -r reqs rps < <(run_client "$w")
+			t1=$(cpu_ticks $SPID)
+			cleanup
+			us=$(awk -v d=$((t1 - t0)) -v c="$CLK" -v n="$reqs" 'BEGIN{ if (n > 0) printf "%.2f", d * 1e6 / c / n; else print "nan" }')
+			line="workload=$w backend=$b round=$r requests=$reqs rps=$rps srv_us_per_req=$us"
+			echo "$line" | tee -a "$RAW" >&2
+			sleep 1
+		done
+	done
+done
+
+# summary: medians per workload and backend, ratios uring/std
+{
+echo "| workload | Go net req/s | Go net server CPU us/req | uringrt req/s | uringrt us/req | req/s ratio | CPU ratio |"
+echo "|---|---|---|---|---|---|---|"
+for w in $WORKLOADS; do
+	awk -v w="$w" '
+	function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	{ split($0, f, " "); for (i in f) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+	  if (v["workload"] != w) next
+	  if (v["backend"] == "std") { sr[++ns] = v["rps"]; sc[ns] = v["srv_us_per_req"] } else { ur[++nu] = v["rps"]; uc[nu] = v["srv_us_per_req"] } }
+	END { a = med(sr, ns); b = med(sc, ns); c = med(ur, nu); d = med(uc, nu)
+	  printf "| %s | %.0f | %.1f | %.0f | %.1f | %.2fx | %.2fx |\n", w, a, b, c, d, (a ? c / a : 0), (b ? d / b : 0) }' "$RAW"
+done
+} | tee "$OUT/summary.md"
+echo "raw: $RAW" >&2
