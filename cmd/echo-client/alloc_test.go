@@ -37,7 +37,11 @@ func TestNoAllocPerMessage(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		n0 := w.done.Load()
-		time.Sleep(300 * time.Millisecond)
+		// A count of messages, not a time window: under CPU load (the
+		// race detector, other processes) 300 ms held fewer than 1,000.
+		for end := time.Now().Add(20 * time.Second); w.done.Load()-n0 < 2000 && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		n1 := w.done.Load()
 		runtime.ReadMemStats(&after)
 		s.phase.Store(phaseStop)
