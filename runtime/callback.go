@@ -286,6 +286,9 @@ func (c *CallbackConn) onRecv(o *op) {
 		// re-arm below (after the commit at the end of reap).
 	case res == -int32(syscall.ECANCELED):
 		// paused, or closing
+	case res == -int32(syscall.EINVAL) && l.rt.recvLimitFailed():
+		// A kernel before 6.17 refused the multishot byte limit:
+		// re-armed below without it.
 	default:
 		c.closeOnLoop(c.fd.opError("read", sysError("read", ioErrno(res))))
 	}

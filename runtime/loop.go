@@ -544,6 +544,9 @@ func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
 			sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
 		} else {
 			sqe.PrepRecvMultishot(o.fd, l.bufRing.Group(), 0)
+			if l.rt.recvLimitOn() {
+				sqe.SetRecvLimit(recvLimit) // budget.go: bounds a pause's overshoot
+			}
 		}
 		return
 	}

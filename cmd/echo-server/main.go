@@ -48,6 +48,8 @@ type options struct {
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
 	metricsHostInfo                                 string
 	reusePort                                       bool
+
+	limits limitOptions // limits.go
 }
 
 func main() {
@@ -81,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
 	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
 	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
+	o.limits.register(fs)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	ranges := flagRanges()
 	annotateRanges(fs, ranges)
@@ -138,6 +141,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
 		UDPRecvMultishot: o.udpMultishot,
 	}
+	o.limits.apply(&cfg)
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
 	}
