@@ -109,7 +109,7 @@ func (l *loop) setup() error {
 		}
 	}
 	if l.rt.useBufRing {
-		br, err := ring.RegisterBufRing(0, uint32(cfg.Buffers), uint32(cfg.BufferSize))
+		br, err := registerBufRing(ring, cfg)
 		if err != nil {
 			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
 		} else {

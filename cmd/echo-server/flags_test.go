@@ -39,6 +39,7 @@ func TestFlagRanges(t *testing.T) {
 		"version":              {[]string{"true", "false"}, nil},
 		"buf-size":             {[]string{"512", "16777216"}, []string{"511", "0", "16777217"}},
 		"reuseport":            {[]string{"true", "false"}, nil},
+		"no-inc-buffers":       {[]string{"true", "false"}, nil},
 		"network":              {[]string{"tcp", "udp"}, []string{"sctp", "unix"}},
 		"udp-readers":          {[]string{"1", "1024"}, []string{"0", "1025"}},
 		"udp-multishot":        {[]string{"true", "false"}, nil},
