@@ -57,7 +57,7 @@ type loop struct {
 	idle   loopIdle   // idle.go
 
 	stats loopStats
-	udp   udpStats // PacketConn counters (udp_metrics.go)
+	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }
@@ -106,7 +106,7 @@ func (l *loop) setup() error {
 		}
 	}
 	if l.rt.useBufRing {
-		br, err := ring.RegisterBufRing(0, uint32(cfg.Buffers), uint32(cfg.BufferSize))
+		br, err := registerBufRing(ring, cfg)
 		if err != nil {
 			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
 		} else {

@@ -24,6 +24,7 @@ const (
 	opCBSend                     // send of a callback conn's queued output (op_cb.go)
 	opAcceptCB                   // multishot accept for Serve (op_accept.go)
 	opTimer                      // accept back-off timer (op_accept.go)
+	opUDPRecv                    // multishot recvmsg of a PacketConn (udp_multishot.go)
 )
 
 // op is one request the loop has (or will have) in flight. Its life is
@@ -60,6 +61,7 @@ type op struct {
 	nfd      *netFD        // opPollIn/opPollOut/opRecv/opSend/opAcceptCB
 	cc       *CallbackConn // opCBRecv/opCBSend
 	ln       *listener     // opAcceptCB/opTimer
+	ur       *udpRing      // opUDPRecv
 	done     chan struct{}
 	expired  *atomic.Bool     // deadline passed: complete with ECANCELED instead of arming
 	ts       netpoll.Timespec // opTimer's timespec
@@ -120,6 +122,8 @@ func (l *loop) prep(sqe *netpoll.SQE, o *op) {
 		l.prepAccept(sqe, o)
 	case opTimer:
 		sqe.PrepTimeout(&o.ts, 0, false)
+	case opUDPRecv:
+		o.ur.prep(sqe)
 	}
 }
 
@@ -142,6 +146,8 @@ func (l *loop) complete(o *op) {
 		o.ln.onAccept(l, o)
 	case opTimer:
 		o.ln.onTimer(l, o)
+	case opUDPRecv:
+		o.ur.onCQE(l, o)
 	}
 }
 
