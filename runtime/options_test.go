@@ -385,6 +385,18 @@ func TestRawConnWaitsThroughRing(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Close did not wake RawConn.Read")
 			}
+			// As in net: SyscallConn after Close still answers, and the
+			// RawConn's methods say net.ErrClosed.
+			rc2, err := c.(syscall.Conn).SyscallConn()
+			if err != nil {
+				t.Fatalf("SyscallConn after Close: %v (Go's net returns a RawConn)", err)
+			}
+			if err := rc2.Control(func(uintptr) {}); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Control after Close: %v, want net.ErrClosed", err)
+			}
+			if err := rc2.Write(func(uintptr) bool { return true }); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("RawConn.Write after Close: %v, want net.ErrClosed", err)
+			}
 		})
 	}
 }
