@@ -115,9 +115,6 @@ func (c rawConn) opError(op string, err error) error {
 	e := c.fd.opError(op, err).(*net.OpError)
 	if op == "raw-control" { // net names only the local address here
 		e.Source, e.Addr = nil, c.fd.laddr()
-		if e.Addr == nil {
-			e.Addr = nil // keep the interface nil, not a typed nil
-		}
 	}
 	return e
 }
