@@ -244,6 +244,18 @@ func filterLocal(addrs []net.Addr, laddr net.Addr) []net.Addr {
 // and FallbackDelay >= 0, the first family's addresses in order, raced by
 // the other family's after the delay (Happy Eyeballs); else in order.
 func (rt *Runtime) dialRace(ctx context.Context, d *Dialer, network string, addrs []net.Addr) (*Conn, error) {
+	c, err := rt.dialRaceAddrs(ctx, d, network, addrs)
+	if err != nil && d != nil && d.LocalAddr != nil {
+		// net names the local address a dial was bound to in its error
+		// ("dial tcp 127.0.0.2:0->127.0.0.1:80: connect: ...").
+		if oe, ok := err.(*net.OpError); ok && oe.Source == nil {
+			oe.Source = d.LocalAddr
+		}
+	}
+	return c, err
+}
+
+func (rt *Runtime) dialRaceAddrs(ctx context.Context, d *Dialer, network string, addrs []net.Addr) (*Conn, error) {
 	if d != nil && d.LocalAddr != nil {
 		if addrs = filterLocal(addrs, d.LocalAddr); len(addrs) == 0 {
 			return nil, &net.OpError{Op: "dial", Net: network, Source: d.LocalAddr,

@@ -536,6 +536,18 @@ func TestDialerControlAndLocalAddr(t *testing.T) {
 			if _, err := bad.Dial("tcp", ln.Addr().String()); !errors.Is(err, boom) {
 				t.Errorf("dial with a failing Control: %v", err)
 			}
+			// A refused dial from LocalAddr reads as net's, naming both ends.
+			dead, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadAddr := dead.Addr().String()
+			dead.Close()
+			_, want := (&net.Dialer{LocalAddr: local}).Dial("tcp", deadAddr)
+			_, got := (&Dialer{Runtime: rt, LocalAddr: local}).Dial("tcp", deadAddr)
+			if got == nil || want == nil || got.Error() != want.Error() {
+				t.Errorf("refused dial from %v: %v; Go's net: %v", local, got, want)
+			}
 			// An IPv6 LocalAddr has no IPv4 peer to reach.
 			v6 := &Dialer{Runtime: rt, LocalAddr: &net.TCPAddr{IP: net.IPv6loopback}}
 			if _, err := v6.Dial("tcp", ln.Addr().String()); err == nil {
