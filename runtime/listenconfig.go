@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -157,7 +158,7 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	nfd := newNetFD(rt, l, fd, family, network)
 	nfd.unlinkPath = unlink
 	nfd.captureLocal()
-	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse)}
+	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse), active: new(atomic.Int64)}
 	nfd.start(true)
 	rt.mu.Lock()
 	rt.listeners[ln] = struct{}{}
@@ -175,10 +176,14 @@ func (rt *Runtime) listenReuse(ctx context.Context, lc *ListenConfig, network, a
 			rl.Close()
 			return nil, err
 		}
-		rl.subs = append(rl.subs, ln)
 		if i == 0 {
 			address = ln.Addr().String()
+		} else {
+			// Config.MaxConns caps the group's open connections, as one
+			// listener's (nothing was accepted yet: no Accept or Serve).
+			ln.active = rl.subs[0].active
 		}
+		rl.subs = append(rl.subs, ln)
 	}
 	// The runtime's Close and Shutdown close the group, which closes its
 	// sockets and wakes its Accept callers.

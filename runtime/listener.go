@@ -21,8 +21,8 @@ const sqeAsync = netpoll.SQEAsync
 type listener struct {
 	fd     *netFD
 	rt     *Runtime
-	active atomic.Int64 // open connections accepted here (MaxConns)
-	opts   *listenOpts  // from a ListenConfig (listenconfig.go); nil: defaults
+	active *atomic.Int64 // open connections accepted here (MaxConns); shared by a ReusePort group
+	opts   *listenOpts   // from a ListenConfig (listenconfig.go); nil: defaults
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool

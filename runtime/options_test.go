@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -933,4 +934,41 @@ func TestDialerFallbackRace(t *testing.T) {
 		t.Error("serial dial reached the IPv4 address past a hanging IPv6 one")
 	}
 	<-v6Cancelled
+}
+
+// TestReusePortMaxConns: Config.MaxConns caps a ReusePort group's open
+// connections as it caps one listener's, not each socket's.
+func TestReusePortMaxConns(t *testing.T) {
+	const max, conns = 4, 12
+	rt, reg := newMetricsRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	open := 0
+	go rt.Serve(ln, HandlerFuncs{Open: func(*CallbackConn) { mu.Lock(); open++; mu.Unlock() }})
+	var clients []net.Conn
+	defer func() { closeAll(clients) }()
+	for range conns {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	// Every connection is either served or rejected (closed at once).
+	eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		o := open
+		mu.Unlock()
+		rej := gather(t, reg).sum("uringrt_connections_rejected_total")
+		return o+int(rej) == conns, fmt.Sprintf("open %d + rejected %v != %d", o, rej, conns)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if open != max {
+		t.Errorf("%d connections served over a ReusePort group with MaxConns %d", open, max)
+	}
 }
