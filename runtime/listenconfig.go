@@ -166,6 +166,22 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	return ln, nil
 }
 
+// reserveConn counts a new connection against Config.MaxConns; false (and
+// nothing counted) when the listener, or its ReusePort group, is full. A
+// compare-and-swap, so loops accepting at once never pass the cap.
+func (ln *listener) reserveConn() bool {
+	max := int64(ln.rt.cfg.MaxConns)
+	for {
+		n := ln.active.Load()
+		if max > 0 && n >= max {
+			return false
+		}
+		if ln.active.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // listenReuse makes a SO_REUSEPORT socket per loop: the first binds the
 // address (and picks the port for ":0"), the others bind what it got.
 func (rt *Runtime) listenReuse(ctx context.Context, lc *ListenConfig, network, address string) (net.Listener, error) {
