@@ -23,6 +23,8 @@ func TestFlagRanges(t *testing.T) {
 		"batch":                {[]string{"on", "off"}, []string{"maybe"}},
 		"wait-latency":         {[]string{"0", "100ms"}, []string{"-1ns", "100001us", "1000h"}},
 		"idle-poll":            {[]string{"0", "1s"}, []string{"-1ns", "2s"}},
+		"idle-timeout":         {[]string{"0", "10ms", "5m", "24h"}, []string{"-1s", "5ms", "25h"}},
+		"max-buffered":         {[]string{"-1", "0", "1048576"}, []string{"-2", "2000000000000"}},
 		"dedicated":            {[]string{"true", "false"}, nil},
 		"loops":                {[]string{"0", "256"}, []string{"-1", "257", "100000"}},
 		"workers":              {[]string{"0", "4096"}, []string{"-1", "4097", "1000000"}},
@@ -37,8 +39,10 @@ func TestFlagRanges(t *testing.T) {
 		"version":              {[]string{"true", "false"}, nil},
 		"buf-size":             {[]string{"512", "16777216"}, []string{"511", "0", "16777217"}},
 		"reuseport":            {[]string{"true", "false"}, nil},
+		"no-inc-buffers":       {[]string{"true", "false"}, nil},
 		"network":              {[]string{"tcp", "udp"}, []string{"sctp", "unix"}},
 		"udp-readers":          {[]string{"1", "1024"}, []string{"0", "1025"}},
+		"udp-multishot":        {[]string{"true", "false"}, nil},
 	}
 	if nofile == 0 {
 		cases["max-conns"] = bound{[]string{"0", "10000000"}, []string{"-1", "10000001"}}
