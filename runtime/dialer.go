@@ -18,7 +18,8 @@ const defaultFallbackDelay = 300 * time.Millisecond
 // defaults (TCP_NODELAY, keep-alive probes after 15 s idle, every 15 s,
 // 9 of them). Connections are made with a nonblocking connect(2) whose
 // completion is awaited by a POLLOUT armed on a loop's ring. Networks:
-// "tcp", "tcp4", "tcp6", "unix".
+// "tcp", "tcp4", "tcp6", "unix" (a *Conn), and "udp", "udp4", "udp6" (a
+// connected *PacketConn; LocalAddr and Control apply).
 type Dialer struct {
 	// Runtime dials through this runtime; nil means Default().
 	Runtime *Runtime
@@ -72,7 +73,8 @@ func (d *Dialer) Dial(network, address string) (net.Conn, error) {
 // DialContext connects to address on the named network, as
 // net.Dialer.DialContext: ctx (and Timeout, Deadline) bound name
 // resolution and the connect; once connected, ctx no longer matters. The
-// result is a *Conn (with BackendStd, Go's connection). Errors are
+// result is a *Conn (a *PacketConn for UDP; with BackendStd, Go's
+// connection). Errors are
 // *net.OpError with Op "dial": a cancelled ctx gives one that reads
 // "operation was canceled" and satisfies errors.Is(err,
 // context.Canceled); an expired one reads "i/o timeout", has Timeout()
