@@ -129,6 +129,12 @@ func (s *SQE) PrepRecvMultishot(fd int, bgid uint16, flags uint32) {
 	s.IOPrio |= recvMultishot
 }
 
+// SetRecvLimit caps the bytes a multishot recv receives in all (sqe->optlen,
+// IORING_RECV_MSHOT_LIM, Linux 6.17+): after total bytes it ends, its last
+// CQE without IORING_CQE_F_MORE, and is re-armed by its owner. Kernels
+// before 6.17 fail such a recv with EINVAL. total 0 means no limit.
+func (s *SQE) SetRecvLimit(total uint32) { s.FileIndex = int32(total) }
+
 // SetBundle asks a buffer-select recv or send to use as many provided
 // buffers as are ready in one CQE (IORING_RECVSEND_BUNDLE, 6.10+,
 // FeatRecvSendBundle).

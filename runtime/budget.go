@@ -35,7 +35,29 @@ var pauseReasons = [...]string{"conn", "runtime"}
 
 // rtBudget is the runtime's share of the budget.
 type rtBudget struct {
-	held atomic.Int64 // chunk bytes held by all callback queues
+	held        atomic.Int64 // chunk bytes held by all callback queues
+	noRecvLimit atomic.Bool  // the kernel refused the multishot recv byte limit
+}
+
+// recvLimit is the most bytes one arm of a callback connection's multishot
+// recv receives (IORING_RECV_MSHOT_LIM, 6.17+); the loop re-arms it after.
+// A pause cancels the recv, but what the kernel received before the cancel
+// landed is still delivered: this bounds that overshoot per pause. Without
+// the kernel feature, the overshoot is bounded by the socket's receive
+// queue instead (docs/RELIABILITY.md).
+const recvLimit = 64 << 10
+
+func (rt *Runtime) recvLimitOn() bool { return !rt.budget.noRecvLimit.Load() }
+
+// recvLimitFailed turns the multishot byte limit off after an EINVAL from a
+// kernel without it; it reports whether the limit was on (so the EINVAL
+// was the limit's).
+func (rt *Runtime) recvLimitFailed() bool {
+	if rt.budget.noRecvLimit.Swap(true) {
+		return false
+	}
+	rt.logger.Debug("multishot recv byte limit unsupported (Linux 6.17+); pauses may overshoot by a socket receive queue")
+	return true
 }
 
 // loopBudget is a loop's share (the counters are read at scrape time).

@@ -147,6 +147,36 @@ func (s *slowReaders) total() int64 {
 	return n
 }
 
+// TestPauseOvershootBounded: a peer that writes without reading makes its
+// connection's queue pass MaxWriteBuffer; the pause then overshoots by at
+// most one arm of the multishot recv (recvLimit) plus a buffer and a chunk,
+// not by whatever the socket had received (before the byte limit: the
+// loop's whole buffer ring, or the socket's receive queue).
+func TestPauseOvershootBounded(t *testing.T) {
+	const maxWB = 64 << 10
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: maxWB})
+	var maxQueued atomic.Int64
+	ln := relServeCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		if q := int64(c.outq.n); q > maxQueued.Load() {
+			maxQueued.Store(q)
+		}
+	}})
+	s := startSlowReaders(t, ln.Addr().String(), 8, 16<<20, time.Second)
+	limit := int64(maxWB + recvLimit + rt.Config().BufferSize + outBigChunk)
+	t.Logf("8 peers wrote %d KiB; max queued per conn %d KiB (bound %d KiB)", s.total()>>10, maxQueued.Load()>>10, limit>>10)
+	if !rt.recvLimitOn() {
+		t.Skip("the kernel refused the multishot recv byte limit (6.17+)")
+	}
+	if maxQueued.Load() < maxWB {
+		t.Fatalf("no queue reached MaxWriteBuffer (max %d): the test did not load the server", maxQueued.Load())
+	}
+	if maxQueued.Load() > limit {
+		t.Errorf("a queue reached %d bytes, over MaxWriteBuffer %d + recvLimit + a buffer + a chunk = %d", maxQueued.Load(), maxWB, limit)
+	}
+	s.drain(t, time.Minute)
+}
+
 // TestThousandSlowReadersBudget is the memory budget's proof (issue 15):
 // 1,000 peers each send up to 10 MiB to a callback echo server and do not
 // read. The server's peak RSS growth stays within the runtime cap plus the
@@ -197,11 +227,17 @@ func TestThousandSlowReadersBudget(t *testing.T) {
 	debug.FreeOSMemory()
 	after := relRssBytes(t)
 	// The stated overshoot (docs/RELIABILITY.md): what each connection's
-	// multishot recv had delivered when it paused, 64 KiB a connection on
-	// average, plus one recv and one chunk.
-	overshoot := int64(peers) * (64<<10 + int64(cfg.BufferSize) + outBigChunk)
-	peakLimit := 2*(maxBuffered+overshoot) + 64<<20            // the GC's headroom (GOGC=100) over the live queues
-	perConn := int64(cfg.MaxWriteBuffer) + 6<<20 + outBigChunk // plus at most one socket receive buffer (tcp_rmem max)
+	// multishot recv delivered after it paused, at most recvLimit (6.17+;
+	// else its socket's receive queue, 6 MiB at most by default), plus one
+	// recv buffer and one chunk.
+	pauseOver := int64(recvLimit)
+	if !rt.recvLimitOn() {
+		pauseOver = 6 << 20
+		t.Logf("no multishot recv byte limit (kernel before 6.17): a pause may overshoot by a socket receive queue")
+	}
+	overshoot := int64(peers) * (min(pauseOver, 64<<10) + int64(cfg.BufferSize) + outBigChunk)
+	peakLimit := 2*(maxBuffered+overshoot) + 64<<20 // the GC's headroom (GOGC=100) over the live queues
+	perConn := int64(cfg.MaxWriteBuffer) + pauseOver + int64(cfg.BufferSize) + outBigChunk
 	afterLimit := int64(32<<20) + int64(peers)*4096
 	t.Logf("RSS: baseline %d MiB, peak %d MiB (growth %d MiB, limit %d MiB), after drain %d MiB (growth %d MiB, limit %d MiB)",
 		base>>20, peak>>20, (peak-base)>>20, peakLimit>>20, after>>20, (after-base)>>20, afterLimit>>20)

@@ -265,8 +265,9 @@ func (c *CallbackConn) onRecv(o *op) {
 	case res > 0:
 		var data []byte
 		id, hasBuf := o.bufferID()
+		recycle := hasBuf
 		if hasBuf {
-			data = l.bufRing.Buf(id, int(res))
+			data, recycle = l.bufRing.Take(id, int(res), o.flags)
 		} else {
 			data = c.ownBuf[:res]
 		}
@@ -275,7 +276,7 @@ func (c *CallbackConn) onRecv(o *op) {
 		if !c.closing {
 			c.deliver(data)
 		}
-		if hasBuf {
+		if recycle {
 			l.bufRing.Recycle(id)
 		}
 	case res == 0:
@@ -286,6 +287,9 @@ func (c *CallbackConn) onRecv(o *op) {
 		// re-arm below (after the commit at the end of reap).
 	case res == -int32(syscall.ECANCELED):
 		// paused, or closing
+	case res == -int32(syscall.EINVAL) && l.rt.recvLimitFailed():
+		// A kernel before 6.17 refused the multishot byte limit:
+		// re-armed below without it.
 	default:
 		c.closeOnLoop(c.fd.opError("read", sysError("read", ioErrno(res))))
 	}

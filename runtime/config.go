@@ -120,6 +120,11 @@ const (
 	// DefaultMaxBufferedBytes caps all callback queues of a runtime
 	// together (Config.MaxBufferedBytes), in bytes.
 	DefaultMaxBufferedBytes = 256 << 20
+	// With incrementally consumed buffers (Linux 6.12+) the defaults are
+	// fewer, larger buffers, the same 4 MiB per loop: a recv of a stream
+	// takes up to 32 KiB in one CQE, and small messages share a buffer.
+	DefaultIncBufferSize = 32 << 10 // bytes per provided buffer
+	DefaultIncBuffers    = 128      // provided buffers per loop
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
@@ -243,6 +248,12 @@ type Config struct {
 	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
 	DisableFixedFiles bool
 	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
-	// (a power of two) buffers of BufferSize bytes. 0 means the defaults.
+	// (a power of two) buffers of BufferSize bytes. 0 means the defaults:
+	// DefaultIncBuffers x DefaultIncBufferSize when the ring's buffers are
+	// consumed incrementally, else DefaultBuffers x DefaultBufferSize.
 	BufferSize, Buffers int
+	// DisableIncrementalBuffers registers the provided buffer ring without
+	// IOU_PBUF_RING_INC (Linux 6.12+, used by default where the kernel
+	// has it): every recv then takes a whole buffer.
+	DisableIncrementalBuffers bool
 }

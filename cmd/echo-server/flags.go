@@ -157,7 +157,7 @@ func flagRanges() map[string]flagRange {
 	if nofile > 0 {
 		maxConns = intRange(0, int64(nofile), fmt.Sprintf("0 = no cap; at most RLIMIT_NOFILE %d, default RLIMIT_NOFILE - %d headroom", nofile, fdHeadroom()))
 	}
-	return map[string]flagRange{
+	ranges := map[string]flagRange{
 		"addr":                 hostPort(true, false),
 		"api":                  oneOf("conn", "callback"),
 		"backend":              oneOf("auto", "uring", "std"),
@@ -166,6 +166,7 @@ func flagRanges() map[string]flagRange {
 		"wait-latency":         durRange(0, maxWaitLatency, "0 = default"),
 		"idle-poll":            durRange(0, maxIdlePoll, ""),
 		"dedicated":            boolRange,
+		"no-inc-buffers":       boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),
@@ -183,6 +184,10 @@ func flagRanges() map[string]flagRange {
 		"udp-readers":          intRange(1, 1024, ""),
 		"udp-multishot":        boolRange,
 	}
+	for name, r := range limitRanges() {
+		ranges[name] = r
+	}
+	return ranges
 }
 
 // annotateRanges appends each flag's range to its help text.

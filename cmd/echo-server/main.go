@@ -42,12 +42,14 @@ type options struct {
 	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion, dedicated                           bool
+	showVersion, dedicated, noIncBufs                bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
 	metricsHostInfo                                 string
 	reusePort                                       bool
+
+	limits limitOptions // limits.go
 }
 
 func main() {
@@ -70,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
+	fs.BoolVar(&o.noIncBufs, "no-inc-buffers", false, "whole-buffer provided buffer ring even where the kernel consumes buffers incrementally (Config.DisableIncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
@@ -81,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
 	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
 	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
+	o.limits.register(fs)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	ranges := flagRanges()
 	annotateRanges(fs, ranges)
@@ -136,8 +140,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
-		UDPRecvMultishot: o.udpMultishot,
+		UDPRecvMultishot:          o.udpMultishot,
+		DisableIncrementalBuffers: o.noIncBufs,
 	}
+	o.limits.apply(&cfg)
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
 	}
