@@ -74,12 +74,10 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 
 // dial is DialContext with a Dialer's options (d nil: the zero Dialer).
 func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string) (net.Conn, error) {
-	if err := ctx.Err(); err != nil {
-		// Checked first on every path: resolving an IP literal or
-		// connecting a unix socket never blocks, so nothing later would
-		// notice a context cancelled before the call.
-		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
-	}
+	// A context cancelled before the call is caught per address in
+	// dialAddrs (with the address in the error, as Go's net words it):
+	// resolving an IP literal or connecting a unix socket never blocks, so
+	// nothing else would notice it.
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {

@@ -95,7 +95,9 @@ func (c *Conn) zeroCopyFrom(r io.Reader) (written int64, err error, handled bool
 			return 0, nil, true
 		}
 	}
-	if src, ok := rawEndOf(r); ok {
+	if src, ok := rawEndOf(r); ok && src == rawEnd(c.fd) {
+		return 0, nil, false // a socket to itself: see spliceTo
+	} else if ok {
 		if remain == 0 {
 			remain = 1<<63 - 1
 		}
@@ -115,7 +117,11 @@ func (c *Conn) spliceTo(w io.Writer) (written int64, err error, handled bool) {
 		return 0, nil, false
 	}
 	dst, ok := rawEndOf(w)
-	if !ok {
+	if !ok || dst == rawEnd(c.fd) {
+		// io.Copy(c, c), an echo, gains nothing from a pipe between a
+		// socket and itself and would hold two more descriptors per
+		// connection for its whole life (10,000 echoing connections ran
+		// out of descriptors: TestTenThousandConns/netconn).
 		return 0, nil, false
 	}
 	written, handled, err = spliceCopy(dst, c.fd, 1<<63-1)
@@ -214,8 +220,8 @@ type rawEnd interface {
 	rawWrite(f func(sysfd int) rawResult) error
 	lockRead() func()
 	lockWrite() func()
-	doneRead(n int64)
-	doneWrite(n int64)
+	doneRead(n int64, polled bool)  // count n bytes read; polled: after a wait
+	doneWrite(n int64, polled bool) // count n bytes written; polled: after a wait
 }
 
 // rawCapable reports whether fd waits for readiness the hybrid way (a
@@ -290,8 +296,8 @@ func (fd *netFD) lockWrite() func() {
 	return fd.wmu.Unlock
 }
 
-func (fd *netFD) doneRead(n int64)  { fd.l.countRead(int(n), true) }
-func (fd *netFD) doneWrite(n int64) { fd.l.countWrite(int(n), true) }
+func (fd *netFD) doneRead(n int64, polled bool)  { fd.l.countRead(int(n), polled) }
+func (fd *netFD) doneWrite(n int64, polled bool) { fd.l.countWrite(int(n), polled) }
 
 // stdEnd is a *net.TCPConn or stream *net.UnixConn of Go's net as a splice
 // end: its syscall.RawConn waits through Go's netpoller and holds its own
@@ -306,10 +312,10 @@ func (s stdEnd) rawWrite(f func(int) rawResult) error {
 	return unwrapOpError(s.rc.Write(func(fd uintptr) bool { return runRaw(f, int(fd)) }))
 }
 
-func (stdEnd) lockRead() func()  { return func() {} }
-func (stdEnd) lockWrite() func() { return func() {} }
-func (stdEnd) doneRead(int64)    {}
-func (stdEnd) doneWrite(int64)   {}
+func (stdEnd) lockRead() func()      { return func() {} }
+func (stdEnd) lockWrite() func()     { return func() {} }
+func (stdEnd) doneRead(int64, bool)  {}
+func (stdEnd) doneWrite(int64, bool) {}
 
 // runRaw adapts f to syscall.RawConn's function: true when done, false to
 // wait for readiness.
@@ -370,21 +376,21 @@ func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err
 	defer unlockR()
 	unlockW := dst.lockWrite()
 	defer unlockW()
-	var read int64
-	defer func() {
-		src.doneRead(read)
-		dst.doneWrite(written)
-	}()
+	// Bytes are counted per chunk as they move, not at the end: a copy
+	// between long-lived connections (io.Copy(c, c) echoes) may last for
+	// the connections' whole life.
 	for remain > 0 {
 		max := int(min(remain, maxSpliceSize))
 		var inPipe int
 		var serr syscall.Errno
+		rdWaited, wrWaited := false, false
 		err = src.rawRead(func(fd int) rawResult {
 			n, e := rawSplice(fd, p[1], max)
 			switch e {
 			case syscall.EINTR:
 				return rawMore
 			case syscall.EAGAIN:
+				rdWaited = true
 				return rawWait
 			}
 			inPipe, serr = n, e
@@ -400,7 +406,8 @@ func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err
 		if err != nil || inPipe == 0 {
 			return written, true, err
 		}
-		read += int64(inPipe)
+		src.doneRead(int64(inPipe), rdWaited)
+		before := written
 		err = dst.rawWrite(func(fd int) rawResult {
 			n, e := rawSplice(p[0], fd, inPipe)
 			if n > 0 {
@@ -410,6 +417,7 @@ func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err
 			}
 			switch {
 			case e == syscall.EAGAIN:
+				wrWaited = true
 				return rawWait
 			case e == syscall.EINTR || (e == 0 && n > 0 && inPipe > 0):
 				// A short splice: more of the pipe to move.
@@ -419,6 +427,7 @@ func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err
 			}
 			return rawDone
 		})
+		dst.doneWrite(written-before, wrWaited)
 		if err == nil && serr != 0 {
 			err = sysError("splice", serr)
 		}
