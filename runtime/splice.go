@@ -168,6 +168,7 @@ func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, 
 		n, _, e := syscall.Syscall6(unix.SYS_SENDFILE, uintptr(dst), uintptr(src), 0, uintptr(chunk), 0, 0)
 		if e == 0 && int64(n) > 0 {
 			written += int64(n)
+			fd.touch() // progress, for Config.IdleTimeout
 		}
 		done := remain > 0 && written >= remain
 		switch e {
@@ -296,8 +297,19 @@ func (fd *netFD) lockWrite() func() {
 	return fd.wmu.Unlock
 }
 
-func (fd *netFD) doneRead(n int64, polled bool)  { fd.l.countRead(int(n), polled) }
-func (fd *netFD) doneWrite(n int64, polled bool) { fd.l.countWrite(int(n), polled) }
+func (fd *netFD) doneRead(n int64, polled bool) {
+	if n > 0 {
+		fd.touch() // progress, for Config.IdleTimeout
+	}
+	fd.l.countRead(int(n), polled)
+}
+
+func (fd *netFD) doneWrite(n int64, polled bool) {
+	if n > 0 {
+		fd.touch()
+	}
+	fd.l.countWrite(int(n), polled)
+}
 
 // stdEnd is a *net.TCPConn or stream *net.UnixConn of Go's net as a splice
 // end: its syscall.RawConn waits through Go's netpoller and holds its own
