@@ -225,9 +225,10 @@ type Config struct {
 	// made no read or write progress for that long: no byte received and
 	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
 	// net.Conn is closed as by Close (its blocked and later Reads and
-	// Writes return net.ErrClosed). Connections are swept by each loop
-	// every IdleTimeout/4, so one is closed between IdleTimeout and
-	// 1.25 x IdleTimeout after its last progress; counted in
+	// Writes return net.ErrClosed). Connections are swept every
+	// IdleTimeout/8 (a flag per connection, no timer per I/O), so one is
+	// closed between IdleTimeout and 1.25 x IdleTimeout after its last
+	// progress (later if the sweeps run late); counted in
 	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
 	// least 10ms.
 	IdleTimeout time.Duration
