@@ -1,34 +1,36 @@
 # syntax=docker/dockerfile:1
 
-# uringrt echo-server image.
+# uringrt echo-server image, for builders with a registry:
 #
 #   docker build -t uringrt .
-#   docker run --security-opt seccomp=deploy/seccomp-io_uring.json \
-#       -p 7777:7777 -p 9100:9100 uringrt
+#   docker run --security-opt seccomp=deploy/seccomp-io_uring.json -p 7777:7777 uringrt
 #
-# Docker's default seccomp profile denies io_uring_setup (EPERM); without the
-# profile above the server still runs, on Go's net (see deploy/README.md).
+# Offline (no registry), `make image` builds the same image with podman from
+# deploy/image/Containerfile: the last stage below is that file verbatim, and
+# both lay out the root filesystem with scripts/image-rootfs.sh.
+#
+# /metrics stays on loopback in the image; publish it only where you want it
+# scraped: append `-metrics-addr 0.0.0.0:9100` and `-p 9100:9100`.
 
 ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
-ENV CGO_ENABLED=0
-# Modules first, so a source change does not re-download them.
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/go/pkg/mod \
-    go mod download
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -o /out/echo-server ./cmd/echo-server && \
-    go build -trimpath -o /out/echo-client ./cmd/echo-client
+    VERSION=docker scripts/image-rootfs.sh /rootfs
 
-# Static binaries (CGO_ENABLED=0) need no libc: distroless static, which
-# runs as the non-root user "nonroot" (uid 65532).
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/echo-server /out/echo-client /
-USER nonroot:nonroot
-# 7777: echo protocol; 9100: Prometheus /metrics.
-EXPOSE 7777 9100
-ENTRYPOINT ["/echo-server", "-addr", "0.0.0.0:7777", "-metrics-addr", "0.0.0.0:9100"]
+FROM scratch AS rootfs
+COPY --from=build /rootfs/ /
+
+# ---- deploy/image/Containerfile, verbatim from here ----
+FROM scratch
+COPY --from=rootfs / /
+USER 65532:65532
+# 7777: echo protocol. 9100: /metrics, /healthz, /readyz, on loopback only
+# unless the operator passes -metrics-addr 0.0.0.0:9100 (see deploy/README.md).
+EXPOSE 7777
+ENTRYPOINT ["/echo-server", "-addr", "0.0.0.0:7777", "-metrics-addr", "127.0.0.1:9100"]

@@ -1,6 +1,6 @@
 # uringrt: build, test and benchmark.
 
-.PHONY: build test bench bench-matrix
+.PHONY: build test bench bench-matrix image container-test k8s-files k8s-test
 
 build:
 	mkdir -p bin
@@ -17,3 +17,28 @@ bench:
 # -api conn, -api callback and -backend std in alternating rounds (ROUNDS=, DURATION=).
 bench-matrix:
 	scripts/bench.sh -matrix
+
+# The echo-server image, built offline with podman: static binaries and a
+# nonroot passwd laid out by scripts/image-rootfs.sh, FROM scratch
+# (deploy/image/Containerfile). IMAGE= names it.
+IMAGE ?= localhost/uringrt-echo:latest
+PODMAN ?= podman --runtime runc
+
+image:
+	scripts/image-rootfs.sh build/image/rootfs
+	$(PODMAN) build --build-context rootfs=build/image/rootfs -f deploy/image/Containerfile -t $(IMAGE) build/image
+
+# Build the image and run it under the project's seccomp profile and under
+# podman's default one (scripts/container-test.sh).
+container-test: image
+	IMAGE=$(IMAGE) scripts/container-test.sh
+
+# deploy/k8s reads a copy of the dashboard and the seccomp profile
+# flattened to the OCI format for amd64 nodes (kustomize loads no file
+# outside its directory); regenerate them.
+k8s-files:
+	cd deploy/k8s && go test -count=1 -run TestFilesInSync . -update
+
+# The Kubernetes base: strict decode into k8s.io/api types (own module).
+k8s-test:
+	cd deploy/k8s && go test ./...

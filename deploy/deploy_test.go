@@ -44,11 +44,14 @@ var knownMetrics = map[string]string{
 	"uringrt_udp_sent_bytes_total":           "counter",
 	"uringrt_udp_truncated_total":            "counter",
 	"uringrt_udp_poll_waits_total":           "counter",
+	"uringrt_read_pauses_total":              "counter",
+	"uringrt_idle_closed_total":              "counter",
 	// gauges
-	"uringrt_connections_active": "gauge",
-	"uringrt_worker_queue_depth": "gauge",
-	"uringrt_backend_info":       "gauge",
-	"uringrt_inflight_ops":       "gauge",
+	"uringrt_connections_active":    "gauge",
+	"uringrt_worker_queue_depth":    "gauge",
+	"uringrt_backend_info":          "gauge",
+	"uringrt_inflight_ops":          "gauge",
+	"uringrt_output_buffered_bytes": "gauge",
 	// histograms
 	"uringrt_cqes_per_enter":              "histogram",
 	"uringrt_taskwork_batch_size":         "histogram",

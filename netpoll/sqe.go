@@ -129,6 +129,12 @@ func (s *SQE) PrepRecvMultishot(fd int, bgid uint16, flags uint32) {
 	s.IOPrio |= recvMultishot
 }
 
+// SetRecvLimit caps the bytes a multishot recv receives in all (sqe->optlen,
+// IORING_RECV_MSHOT_LIM, Linux 6.17+): after total bytes it ends, its last
+// CQE without IORING_CQE_F_MORE, and is re-armed by its owner. Kernels
+// before 6.17 fail such a recv with EINVAL. total 0 means no limit.
+func (s *SQE) SetRecvLimit(total uint32) { s.FileIndex = int32(total) }
+
 // SetBundle asks a buffer-select recv or send to use as many provided
 // buffers as are ready in one CQE (IORING_RECVSEND_BUNDLE, 6.10+,
 // FeatRecvSendBundle).
@@ -149,6 +155,20 @@ func (s *SQE) PrepSend(fd int, buf []byte, flags uint32) {
 func (s *SQE) PrepRecvmsg(fd int, msg unsafe.Pointer, flags uint32) {
 	s.prep(OpRecvmsg, fd, msg, 1, 0)
 	s.OpFlags = flags
+}
+
+// PrepRecvmsgMultishot prepares a multishot IORING_OP_RECVMSG with buffer
+// select from group bgid (6.0+): one CQE per datagram while
+// IORING_CQE_F_MORE is set. msg is a template read at submission: its
+// msg_namelen and msg_controllen reserve that much room in each buffer,
+// which then holds struct io_uring_recvmsg_out (16 bytes: namelen,
+// controllen, payloadlen, flags), the name, the control messages and the
+// payload; CQE.Res is the bytes used. It stops (no F_MORE) on error or with
+// ENOBUFS when the group runs dry; re-arm then.
+func (s *SQE) PrepRecvmsgMultishot(fd int, msg unsafe.Pointer, bgid uint16, flags uint32) {
+	s.PrepRecvmsg(fd, msg, flags)
+	s.SetBufGroup(bgid)
+	s.IOPrio |= recvMultishot
 }
 
 // PrepSendmsg prepares IORING_OP_SENDMSG (5.3+) with a struct msghdr.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/uringrt/uringrt/netpoll"
@@ -22,18 +23,32 @@ type CallbackConn struct {
 	// loop-owned
 	recvOp    op
 	sendOp    op
-	out       []byte // queued, not yet submitted
-	sending   []byte // submitted (the kernel's until its CQE)
-	sent      int
+	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
-	paused    bool // output over MaxWriteBuffer: not reading
+	paused    bool // over the memory budget (budget.go): not reading
+	active    bool // read or write progress since the last idle sweep (idle.go)
+	idleTicks uint8
 	closing   bool
 	finalized bool
 	closeErr  error
 	armed     int
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
 	blocking  bool
+	rdEOF     bool  // the peer's FIN came and the handler keeps the write side open
 	slot      int32 // registered file slot, or -1
+
+	// wrClosed: no more writes are accepted (a Close began, or AsyncClose
+	// was posted). Set and read under the loop's queue lock, so an
+	// AsyncWrite either is queued ahead of the close or fails.
+	wrClosed atomic.Bool
+	// pendingWrites counts AsyncWrites posted and not yet taken by the
+	// loop: the fd is not closed while some are on their way.
+	pendingWrites atomic.Int32
+
+	// std backend: stdClosed is closed by Close so that a half-open
+	// connection's reader can call OnClose.
+	stdClosed   chan struct{}
+	stdCloseOne sync.Once
 
 	// std backend
 	std   net.Conn
@@ -43,7 +58,7 @@ type CallbackConn struct {
 }
 
 func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
-	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1}
+	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1, active: true}
 	if mb, ok := h.(MayBlocker); ok && mb.MayBlock() {
 		cc.blocking = true
 	}
@@ -97,24 +112,34 @@ func (c *CallbackConn) Write(p []byte) (int, error) {
 
 // AsyncWrite queues a copy of p from any goroutine: the bytes are posted to
 // the connection's loop and sent after what was queued before. It returns
-// len(p), nil, or net.ErrClosed once the connection is closing.
+// len(p), nil, or 0, net.ErrClosed once a Close or AsyncClose began (or
+// the connection ended): bytes it accepts are sent before the connection
+// closes, unless the connection fails first (a reset, a write error).
 func (c *CallbackConn) AsyncWrite(p []byte) (int, error) {
 	if c.std != nil {
 		return c.Write(p)
 	}
-	if c.fd.closing.Load() {
+	data := append([]byte(nil), p...)
+	l := c.l
+	l.mu.Lock()
+	if c.wrClosed.Load() || l.exited {
+		l.mu.Unlock()
 		return 0, net.ErrClosed
 	}
-	c.l.post(request{kind: reqCBWrite, cc: c, data: append([]byte(nil), p...)})
+	c.pendingWrites.Add(1)
+	l.queue = append(l.queue, request{kind: reqCBWrite, cc: c, data: data})
+	l.mu.Unlock()
+	l.wake()
 	return len(p), nil
 }
 
 // Close closes the connection after the queued output is sent; OnClose
 // follows with a nil error. Like Write, call it from the handler's
-// callbacks; AsyncClose works from any goroutine.
+// callbacks; AsyncClose works from any goroutine. Writes after it return
+// net.ErrClosed.
 func (c *CallbackConn) Close() error {
 	if c.std != nil {
-		return c.std.Close()
+		return c.closeStd()
 	}
 	if c.blocking {
 		return c.AsyncClose()
@@ -123,30 +148,66 @@ func (c *CallbackConn) Close() error {
 	return nil
 }
 
-// AsyncClose is Close from any goroutine.
+// AsyncClose is Close from any goroutine: AsyncWrites that returned before
+// it are sent first; AsyncWrites after it return net.ErrClosed.
 func (c *CallbackConn) AsyncClose() error {
 	if c.std != nil {
-		return c.std.Close()
+		return c.closeStd()
 	}
-	c.l.post(request{kind: reqCBClose, cc: c})
+	l := c.l
+	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		return nil
+	}
+	c.wrClosed.Store(true)
+	l.queue = append(l.queue, request{kind: reqCBClose, cc: c})
+	l.mu.Unlock()
+	l.wake()
 	return nil
 }
 
-// queue appends p to the output (loop only).
-func (c *CallbackConn) queue(p []byte) {
-	if c.closing {
+// closeStd closes a BackendStd connection and lets its reader call OnClose.
+func (c *CallbackConn) closeStd() error {
+	err := c.std.Close()
+	if c.stdClosed != nil {
+		c.stdCloseOne.Do(func() { close(c.stdClosed) })
+	}
+	return err
+}
+
+// shutWrites refuses further AsyncWrites (loop only; see wrClosed).
+func (c *CallbackConn) shutWrites() {
+	if c.wrClosed.Load() {
 		return
 	}
-	c.out = append(c.out, p...)
+	c.l.mu.Lock()
+	c.wrClosed.Store(true)
+	c.l.mu.Unlock()
+}
+
+// queueAsync takes the bytes of an AsyncWrite (loop only).
+func (c *CallbackConn) queueAsync(p []byte) {
+	c.pendingWrites.Add(-1)
+	c.queue(p)
+	if c.closing {
+		c.maybeFinalize()
+	}
+}
+
+// queue appends p to the output (loop only). While a Close is under way
+// the bytes still go out before the fd closes; after a failure (reset,
+// write error, the runtime closing) there is nowhere to send them.
+func (c *CallbackConn) queue(p []byte) {
+	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
+		return
+	}
+	c.outq.write(c.l, p)
 	if !c.dirty {
 		c.dirty = true
 		c.l.dirty = append(c.l.dirty, c)
 	}
-	if max := c.l.rt.cfg.MaxWriteBuffer; len(c.out)+len(c.sending)-c.sent > max && !c.paused {
-		// Over the cap: stop reading until the output drains.
-		c.paused = true
-		c.l.cancelOp(&c.recvOp)
-	}
+	c.afterQueue()
 }
 
 // registerCB takes a new callback conn into the loop and starts reading.
@@ -211,6 +272,7 @@ func (c *CallbackConn) onRecv(o *op) {
 			data = c.ownBuf[:res]
 		}
 		l.stats.readBytes.Add(uint64(res))
+		c.active = true
 		if !c.closing {
 			c.deliver(data)
 		}
@@ -218,13 +280,16 @@ func (c *CallbackConn) onRecv(o *op) {
 			l.bufRing.Recycle(id)
 		}
 	case res == 0:
-		c.closeOnLoop(io.EOF)
+		c.readEOF()
 	case res == -int32(syscall.ENOBUFS):
 		l.stats.enobufs.Add(1)
 		// Buffers come back when this batch's recycles are committed;
 		// re-arm below (after the commit at the end of reap).
 	case res == -int32(syscall.ECANCELED):
 		// paused, or closing
+	case res == -int32(syscall.EINVAL) && l.rt.recvLimitFailed():
+		// A kernel before 6.17 refused the multishot byte limit:
+		// re-armed below without it.
 	default:
 		c.closeOnLoop(c.fd.opError("read", sysError("read", ioErrno(res))))
 	}
@@ -232,11 +297,37 @@ func (c *CallbackConn) onRecv(o *op) {
 		c.maybeFinalize()
 		return
 	}
-	if !o.armed && !c.paused {
+	if !o.armed && !c.paused && !c.rdEOF {
 		if res == -int32(syscall.ENOBUFS) {
 			l.bufRing.Commit()
 		}
 		l.arm(o)
+	}
+}
+
+// readEOF handles the peer's orderly close (recv returned 0): a
+// HalfCloser handler that asks for it keeps the write side open until it
+// closes the connection; otherwise the connection closes once its queued
+// output is sent, with OnClose(c, io.EOF).
+func (c *CallbackConn) readEOF() {
+	hc, ok := c.h.(HalfCloser)
+	if !ok || c.closing {
+		c.closeOnLoop(io.EOF)
+		return
+	}
+	c.rdEOF = true
+	if c.blocking {
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+			defer c.recoverHandler()
+			if !hc.OnReadEOF(c) {
+				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
+			}
+		})
+		return
+	}
+	defer c.recoverHandler()
+	if !hc.OnReadEOF(c) {
+		c.closeOnLoop(io.EOF)
 	}
 }
 
@@ -256,15 +347,14 @@ func (c *CallbackConn) deliver(data []byte) {
 
 // flushCB submits one send per dirty connection (loop only).
 func (l *loop) flushCB() {
+	l.budgetCheck()
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
 		c.dirty = false
-		if c.sendOp.armed || len(c.out) == 0 {
+		if c.sendOp.armed || c.outq.n == 0 {
 			continue
 		}
-		c.out, c.sending = c.sending[:0], c.out
-		c.sent = 0
-		c.sendOp.buf = c.sending
+		c.sendOp.buf = c.outq.next()
 		l.arm(&c.sendOp)
 	}
 	l.dirty = l.dirty[:0]
@@ -274,32 +364,34 @@ func (l *loop) flushCB() {
 // next queued output.
 func (c *CallbackConn) onSend(o *op) {
 	l := c.l
+	o.buf = nil
 	if o.res < 0 {
+		c.outq.sent(l, 0)
 		if o.res != -int32(syscall.ECANCELED) {
 			c.fail(c.fd.opError("write", sysError("write", ioErrno(o.res))))
+		}
+		if c.failed() {
+			c.outq.release(l) // nothing more will be sent
 		}
 		c.maybeFinalize()
 		return
 	}
 	l.stats.writtenBytes.Add(uint64(o.res))
-	c.sent += int(o.res)
-	if c.sent < len(c.sending) {
-		o.buf = c.sending[c.sent:]
+	if o.res > 0 {
+		c.active = true
+	}
+	if c.outq.sent(l, int(o.res)) && !c.failed() {
+		o.buf = c.outq.next() // a short send: the rest now
 		l.arm(o)
 		return
 	}
-	c.sending = c.sending[:0]
-	o.buf = nil
-	if len(c.out) > 0 && !c.dirty {
+	if c.failed() {
+		c.outq.release(l)
+	} else if c.outq.n > 0 && !c.dirty {
 		c.dirty = true
 		l.dirty = append(l.dirty, c)
 	}
-	if c.paused && len(c.out) < l.rt.cfg.MaxWriteBuffer/2 && !c.closing {
-		c.paused = false
-		if !c.recvOp.armed {
-			l.arm(&c.recvOp)
-		}
-	}
+	c.maybeResume()
 	c.maybeFinalize()
 }
 
@@ -311,8 +403,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	}
 	c.closing = true
 	c.closeErr = err
+	c.shutWrites()
 	if err != nil && err != io.EOF {
-		c.out = c.out[:0] // an error: nothing more can be sent
+		c.outq.discard(c.l, c.sendOp.armed) // an error: nothing more can be sent
 		c.l.cancelOp(&c.sendOp)
 	}
 	c.l.cancelOp(&c.recvOp)
@@ -320,10 +413,11 @@ func (c *CallbackConn) closeOnLoop(err error) {
 }
 
 func (c *CallbackConn) fail(err error) {
-	c.out = c.out[:0]
+	c.outq.discard(c.l, c.sendOp.armed)
 	if !c.closing {
 		c.closing = true
 		c.closeErr = err
+		c.shutWrites()
 		c.l.cancelOp(&c.recvOp)
 	}
 }
@@ -333,8 +427,8 @@ func (c *CallbackConn) maybeFinalize() {
 	if c.finalized {
 		return
 	}
-	if !c.closing || c.armed > 0 || len(c.out) > 0 && !c.l.stopping {
-		if c.closing && len(c.out) > 0 && !c.sendOp.armed && !c.dirty {
+	if !c.closing || c.armed > 0 || (c.outq.n > 0 || c.pendingWrites.Load() > 0) && !c.l.stopping {
+		if c.closing && c.outq.n > 0 && !c.sendOp.armed && !c.dirty {
 			c.dirty = true
 			c.l.dirty = append(c.l.dirty, c)
 		}
@@ -342,6 +436,7 @@ func (c *CallbackConn) maybeFinalize() {
 	}
 	l := c.l
 	c.finalized = true
+	c.outq.release(l) // no send in flight: every chunk goes back
 	delete(l.cbConns, c)
 	if c.slot >= 0 {
 		l.releaseFixedFile(c.slot)

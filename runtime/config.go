@@ -122,6 +122,9 @@ const (
 	// takes up to 32 KiB in one CQE, and small messages share a buffer.
 	DefaultIncBufferSize = 32 << 10 // bytes per provided buffer
 	DefaultIncBuffers    = 128      // provided buffers per loop
+	// DefaultMaxBufferedBytes caps all callback queues of a runtime
+	// together (Config.MaxBufferedBytes), in bytes.
+	DefaultMaxBufferedBytes = 256 << 20
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
@@ -188,11 +191,46 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
+	// UDPRecvMultishot makes each PacketConn receive through one multishot
+	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
+	// of 66 KiB, mapped lazily; needs Linux 6.0+, else the default path is
+	// used): datagrams arrive with their CQEs and a read copies one out
+	// with no system call. Default false: reads are nonblock recvmsg(2)
+	// tries, parking on the loop's poll on EAGAIN. With it, reading through
+	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)
+	// is unsupported, since the ring takes the datagrams.
+	UDPRecvMultishot bool
 
 	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
 	// reading from that connection until its output drains.
 	MaxWriteBuffer int
+	// ReusePort makes every TCP Listen of this runtime a ListenConfig
+	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
+	// accepting (multishot under Serve) on its own and keeping what it
+	// accepted, with no hand-off between loops. Default false: one
+	// listening socket on loop 0, connections handed out round robin.
+	ReusePort bool
+	// MaxBufferedBytes caps the bytes of queued output that all callback
+	// connections of the runtime hold together (their queues' chunks); 0
+	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each
+	// loop stops reading from its connections with the largest queues
+	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
+	// as they drain; the overshoot is at most one loop iteration's
+	// receives per loop (Buffers x BufferSize bytes), see
+	// docs/RELIABILITY.md. AsyncWrite from other goroutines is not held
+	// back by it.
+	MaxBufferedBytes int64
+	// IdleTimeout closes a connection (either API, io_uring backend) that
+	// made no read or write progress for that long: no byte received and
+	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
+	// net.Conn is closed as by Close (its blocked and later Reads and
+	// Writes return net.ErrClosed). Connections are swept by each loop
+	// every IdleTimeout/4, so one is closed between IdleTimeout and
+	// 1.25 x IdleTimeout after its last progress; counted in
+	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
+	// least 10ms.
+	IdleTimeout time.Duration
 	// MaxConns caps open connections per listener; connections over it are
 	// closed at once and counted (uringrt_connections_rejected_total). 0
 	// means no cap.

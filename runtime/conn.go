@@ -91,6 +91,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		}
 		switch errno {
 		case 0:
+			if n > 0 {
+				fd.touch()
+			}
 			fd.l.countRead(n, waited)
 			if n == 0 {
 				return 0, io.EOF
@@ -157,6 +160,9 @@ func (c *Conn) Write(b []byte) (int, error) {
 		}
 		switch errno {
 		case 0:
+			if n > 0 {
+				fd.touch()
+			}
 			nn += n
 			continue
 		case syscall.EINTR, syscall.EAGAIN, syscall.ECANCELED:

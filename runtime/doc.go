@@ -1,6 +1,57 @@
 // Package runtime is uringrt's public API: net.Listener and net.Conn (and a
 // callback API) whose socket operations are driven by io_uring rings.
 //
+// # Usage
+//
+// A server is net.Listen with this package's name; the connections are
+// net.Conns, so net/http, crypto/tls and bufio run on them unchanged:
+//
+//	ln, err := runtime.Listen("tcp", ":8080") // the default runtime, started on first use
+//	...
+//	http.Serve(ln, handler)
+//
+// A client dials the same way, or hooks the package-level DialContext into a
+// library that takes a dialer (http.Transport, grpc, go-redis, pgx):
+//
+//	c, err := runtime.Dial("tcp", "example.com:80")
+//	tr := &http.Transport{DialContext: runtime.DialContext}
+//
+// Options are spelled as in Go's net. Dialer (Timeout, Deadline, LocalAddr,
+// KeepAlive, KeepAliveConfig, Control, FallbackDelay, SetMultipathTCP) and
+// ListenConfig (Control, KeepAlive, KeepAliveConfig, SetMultipathTCP) have
+// net.Dialer's and net.ListenConfig's fields and meaning, plus what io_uring
+// adds: ListenConfig.ReusePort (and Config.ReusePort) gives each loop its
+// own SO_REUSEPORT listening socket, so accepts spread over the loops with
+// no hand-off. Both take a Runtime field; nil is the default runtime.
+//
+//	d := runtime.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+//	c, err := d.DialContext(ctx, "tcp", addr)
+//	lc := runtime.ListenConfig{Runtime: rt, ReusePort: true}
+//	ln, err := lc.Listen(ctx, "tcp", ":8080")
+//
+// A *Conn has what *net.TCPConn has that applies: CloseRead and CloseWrite,
+// SetNoDelay, SetLinger, SetReadBuffer and SetWriteBuffer,
+// SetKeepAlive, SetKeepAlivePeriod and SetKeepAliveConfig (keep-alive is on
+// by default with Go's 15 s idle, 15 s interval and 9 probes, as net.Listen
+// and net.Dial set it), MultipathTCP, File, and SyscallConn: a
+// syscall.RawConn whose Read and Write wait for readiness through the
+// loop's ring, so libraries that poll the socket themselves (go-redis's
+// pool health check) work. Listeners have SyscallConn and File too.
+//
+// UDP: ListenPacket, ListenUDP and DialUDP return a *PacketConn, a
+// net.PacketConn with *net.UDPConn's methods (ReadMsgUDP and WriteMsgUDP
+// with control messages for GSO/GRO, SyscallConn, deadlines), so
+// miekg/dns's server and quic-go's HTTP/3 run on it:
+//
+//	pc, err := runtime.ListenPacket("udp", ":5353")
+//	n, from, err := pc.ReadFrom(buf)
+//
+// New starts a runtime of its own (Config: loops, backend, metrics,
+// pollable policy); its Serve runs the callback API, the fastest path. The
+// default runtime behind the package-level functions lives until
+// CloseDefault, which releases its loops and descriptors (call it at the
+// end of a test checked with goleak).
+//
 // # Picture
 //
 //	user goroutines                     loops (Config.Loops, default GOMAXPROCS)
@@ -33,7 +84,10 @@
 // # The contract
 //
 // Listen, Dial and DialContext behave like net.Listen and net.Dial for
-// "tcp", "tcp4", "tcp6" and "unix". A *Conn is a net.Conn: Read returns
+// "tcp", "tcp4", "tcp6" and "unix"; a dial whose context is cancelled or
+// expires fails with net's words ("operation was canceled", "i/o
+// timeout") and matches errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded as net's does. A *Conn is a net.Conn: Read returns
 // what is available (at least one byte) or an error, io.EOF on the peer's
 // orderly close; Write writes all of b or returns an error (io.Writer);
 // deadlines work as in Go's net and wake blocked calls; Close wakes blocked

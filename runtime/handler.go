@@ -26,6 +26,21 @@ type Handler interface {
 	OnClose(c *CallbackConn, err error)
 }
 
+// HalfCloser is implemented by handlers that serve half-closed
+// connections, as HTTP/1.0-style clients and `nc -N` expect: the client
+// sends a request, shuts down its writing side (FIN), and waits for the
+// reply.
+type HalfCloser interface {
+	// OnReadEOF is called once when the peer closed its writing side (the
+	// read returned end of stream; no OnData follows). Returning true keeps
+	// the connection open for writing: it closes when the handler calls
+	// Close or AsyncClose (OnClose follows with a nil error), when a write
+	// fails, or at Shutdown. Returning false closes it as for a handler
+	// without OnReadEOF: once the queued output is sent, with
+	// OnClose(c, io.EOF).
+	OnReadEOF(c *CallbackConn) (keepOpen bool)
+}
+
 // MayBlocker is implemented by handlers whose callbacks may block; their
 // callbacks then run on the runtime's fixed worker pool, one worker per
 // connection key, instead of on the loop.
@@ -42,6 +57,10 @@ type HandlerFuncs struct {
 	// Close is OnClose: err is nil, io.EOF or the error that ended the
 	// connection.
 	Close func(c *CallbackConn, err error)
+	// ReadEOF, when set, is OnReadEOF (see HalfCloser): it is called on
+	// the peer's FIN and the connection stays open for writing until it is
+	// closed. When nil, the peer's FIN closes the connection.
+	ReadEOF func(c *CallbackConn)
 	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
 	Blocking bool
 }
@@ -65,6 +84,16 @@ func (h HandlerFuncs) OnClose(c *CallbackConn, err error) {
 	if h.Close != nil {
 		h.Close(c, err)
 	}
+}
+
+// OnReadEOF calls h.ReadEOF if set and then keeps the connection
+// half-open; without it the connection closes (see HalfCloser).
+func (h HandlerFuncs) OnReadEOF(c *CallbackConn) bool {
+	if h.ReadEOF == nil {
+		return false
+	}
+	h.ReadEOF(c)
+	return true
 }
 
 // MayBlock reports h.Blocking.

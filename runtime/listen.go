@@ -16,42 +16,7 @@ import (
 // loops; with BackendStd it is Go's listener itself. Errors are
 // *net.OpError as from net.Listen (EADDRINUSE, EACCES, ...).
 func (rt *Runtime) Listen(network, address string) (net.Listener, error) {
-	switch network {
-	case "tcp", "tcp4", "tcp6", "unix":
-	default:
-		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
-	}
-	rt.mu.Lock()
-	closed := rt.closed
-	rt.mu.Unlock()
-	if closed {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: net.ErrClosed}
-	}
-	lc := net.ListenConfig{}
-	gl, err := lc.Listen(context.Background(), network, address)
-	if err != nil {
-		return nil, err
-	}
-	if rt.backend == BackendStd {
-		sl := &stdListener{Listener: gl, rt: rt}
-		rt.mu.Lock()
-		rt.listeners[sl] = struct{}{}
-		rt.mu.Unlock()
-		return sl, nil
-	}
-	fd, family, unlink, err := detachListener(gl)
-	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
-	}
-	l := rt.loops[0]
-	nfd := newNetFD(rt, l, fd, family, network)
-	nfd.unlinkPath = unlink
-	ln := &listener{fd: nfd, rt: rt}
-	nfd.start(true)
-	rt.mu.Lock()
-	rt.listeners[ln] = struct{}{}
-	rt.mu.Unlock()
-	return ln, nil
+	return rt.listen(context.Background(), nil, network, address) // listenconfig.go
 }
 
 // detachListener takes a nonblocking duplicate of gl's socket and closes
@@ -67,7 +32,9 @@ func detachListener(gl net.Listener) (fd, family int, unlink string, err error) 
 		}
 	case *net.UnixListener:
 		l.SetUnlinkOnClose(false)
-		unlink = l.Addr().String()
+		if name := l.Addr().String(); !isAbstractUnix(name) {
+			unlink = name
+		}
 		f, err = l.File()
 		family = unix.AF_UNIX
 	default:
@@ -102,9 +69,20 @@ func (rt *Runtime) Dial(network, address string) (net.Conn, error) {
 // Op "dial", wrapping e.g. *os.SyscallError{"connect", ECONNREFUSED}, or
 // ctx's error.
 func (rt *Runtime) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return rt.dial(ctx, nil, network, address)
+}
+
+// dial is DialContext with a Dialer's options (d nil: the zero Dialer).
+func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string) (net.Conn, error) {
+	// A context cancelled before the call is caught per address in
+	// dialAddrs (with the address in the error, as Go's net words it):
+	// resolving an IP literal or connecting a unix socket never blocks, so
+	// nothing else would notice it.
+	if isUDP(network) {
+		return rt.dialUDPContext(ctx, d, network, address) // udp_options.go: a *PacketConn
+	}
 	if rt.backend == BackendStd {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, address)
+		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +92,7 @@ func (rt *Runtime) DialContext(ctx context.Context, network, address string) (ne
 	if err != nil {
 		return nil, err
 	}
-	c, err := rt.dialAddrs(ctx, network, addrs, true)
+	c, err := rt.dialRace(ctx, d, network, addrs) // dialer.go
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +128,16 @@ func (rt *Runtime) resolve(ctx context.Context, network, address string) ([]net.
 }
 
 // dialAddrs tries addrs in order; start arms the net.Conn read path.
-func (rt *Runtime) dialAddrs(ctx context.Context, network string, addrs []net.Addr, start bool) (*Conn, error) {
+func (rt *Runtime) dialAddrs(ctx context.Context, d *Dialer, network string, addrs []net.Addr, start bool) (*Conn, error) {
 	var first error
 	for _, a := range addrs {
-		c, err := rt.dialOne(ctx, network, a, start)
+		// Checked before each address, as Go's net does: resolving an IP
+		// literal or connecting a unix socket never blocks, so nothing
+		// later would notice a context cancelled before the call.
+		if err := ctx.Err(); err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Addr: a, Err: mapCtxErr(err)}
+		}
+		c, err := rt.dialOne(ctx, d, network, a, start)
 		if err == nil {
 			return c, nil
 		}
@@ -184,7 +168,7 @@ func hostOrLocal(h string) string {
 	return h
 }
 
-func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, start bool) (*Conn, error) {
+func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net.Addr, start bool) (*Conn, error) {
 	var sa unix.Sockaddr
 	family := unix.AF_UNIX
 	switch a := a.(type) {
@@ -209,12 +193,13 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, star
 		sa = &unix.SockaddrUnix{Name: a.Name}
 	}
 	opErr := func(err error) error { return &net.OpError{Op: "dial", Net: network, Addr: a, Err: err} }
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err := d.socket(family) // dialer.go
 	if err != nil {
-		return nil, opErr(os.NewSyscallError("socket", err))
+		return nil, opErr(err)
 	}
-	if family != unix.AF_UNIX {
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := d.prepare(ctx, fd, family, network, a); err != nil { // Control, NODELAY, keep-alive, bind
+		unix.Close(fd)
+		return nil, opErr(err)
 	}
 	l := rt.pickLoop()
 	n := newNetFD(rt, l, fd, family, network)
@@ -224,6 +209,11 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, star
 	err = unix.Connect(fd, sa)
 	if err == unix.EINPROGRESS || err == unix.EAGAIN || err == unix.EINTR {
 		err = rt.waitConnect(ctx, n)
+	}
+	if err == nil && ctx.Err() != nil {
+		// Cancelled while connecting (a unix connect completes at once):
+		// a dial whose context ended fails, as Go's net does.
+		err = ctx.Err()
 	}
 	if err != nil {
 		n.close()
@@ -235,6 +225,7 @@ func (rt *Runtime) dialOne(ctx context.Context, network string, a net.Addr, star
 		}
 		return nil, opErr(err)
 	}
+	n.captureLocal()
 	if start {
 		n.start(rt.cfg.Pollable == PollHybrid)
 	}
@@ -273,9 +264,16 @@ func (rt *Runtime) waitConnect(ctx context.Context, n *netFD) error {
 	}
 }
 
+// isAbstractUnix reports whether name is a Linux abstract unix socket
+// address ("@name"): it has no file, so Close unlinks nothing.
+func isAbstractUnix(name string) bool { return len(name) > 0 && name[0] == '@' }
+
 func mapCtxErr(err error) error {
-	if err == context.DeadlineExceeded {
-		return os.ErrDeadlineExceeded
+	switch err {
+	case context.DeadlineExceeded:
+		return timeoutError{} // net's "i/o timeout" (dialer.go)
+	case context.Canceled:
+		return canceledError{} // net's "operation was canceled"
 	}
 	return err
 }
@@ -300,7 +298,7 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 	if err != nil {
 		return nil, err
 	}
-	c, err := rt.dialAddrs(ctx, network, addrs, false)
+	c, err := rt.dialAddrs(ctx, nil, network, addrs, false)
 	if err != nil {
 		return nil, err
 	}

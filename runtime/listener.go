@@ -22,6 +22,7 @@ type listener struct {
 	fd     *netFD
 	rt     *Runtime
 	active atomic.Int64 // open connections accepted here (MaxConns)
+	opts   *listenOpts  // from a ListenConfig (listenconfig.go); nil: defaults
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool
@@ -53,10 +54,10 @@ func (ln *listener) Accept() (net.Conn, error) {
 		if !fd.incref() {
 			continue
 		}
-		nfd, _, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		nfd, rsa, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		fd.decref()
 		if err == nil {
-			c, ok := ln.newConn(nfd, false)
+			c, ok := ln.newConn(nfd, rsa, false)
 			if !ok {
 				continue
 			}
@@ -77,18 +78,26 @@ func (ln *listener) Accept() (net.Conn, error) {
 	}
 }
 
-// newConn wraps an accepted fd; false when MaxConns rejected it.
-func (ln *listener) newConn(fd int, callback bool) (*Conn, bool) {
+// newConn wraps an accepted fd whose peer address accept4 returned in rsa
+// (nil after a multishot accept, which returns none: it is read here, and
+// a connection whose peer reset it before it was accepted, so that it has
+// no address any more, is closed unseen). False when MaxConns rejected it.
+func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bool) {
 	if max := ln.rt.cfg.MaxConns; max > 0 && ln.active.Load() >= int64(max) {
 		unix.Close(fd)
 		ln.rt.loops[0].stats.rejected.Add(1)
 		return nil, false
 	}
-	ln.active.Add(1)
-	if ln.fd.family != unix.AF_UNIX {
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if rsa == nil {
+		var err error
+		if rsa, err = unix.Getpeername(fd); err != nil {
+			unix.Close(fd)
+			return nil, false
+		}
 	}
-	l := ln.rt.pickLoop()
+	ln.active.Add(1)
+	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
+	l := ln.connLoop()
 	var n *netFD
 	if callback {
 		n = newBareNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
@@ -97,12 +106,31 @@ func (ln *listener) newConn(fd int, callback bool) (*Conn, bool) {
 		n = newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
 	}
 	n.ln = ln
+	n.remot = sockaddrToAddr(ln.fd.net, rsa)
+	n.local = ln.acceptedLocal(fd)
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
 	if !callback {
 		n.start(ln.rt.cfg.Pollable == PollHybrid)
 	}
 	return &Conn{fd: n}, true
+}
+
+// acceptedLocal is the local address of a connection accepted on ln: ln's
+// own when it is bound to one address (no syscall), else getsockname's.
+func (ln *listener) acceptedLocal(fd int) net.Addr {
+	switch a := ln.fd.local.(type) {
+	case *net.TCPAddr:
+		if !a.IP.IsUnspecified() {
+			return a
+		}
+	case *net.UnixAddr:
+		return a
+	}
+	if sa, err := unix.Getsockname(fd); err == nil {
+		return sockaddrToAddr(ln.fd.net, sa)
+	}
+	return nil
 }
 
 // Close stops listening; a blocked Accept returns net.ErrClosed. Accepted
@@ -169,9 +197,13 @@ func (l *loop) stopServe(ln *listener) {
 
 // onAccept runs for each multishot accept CQE.
 func (ln *listener) onAccept(l *loop, o *op) {
-	if o.res >= 0 {
+	if o.res >= 0 && !ln.serving {
+		// Accepted after Serve stopped (the multishot accept's cancel
+		// was on its way): nobody serves it.
+		unix.Close(int(o.res))
+	} else if o.res >= 0 {
 		ln.backoff = 0
-		c, ok := ln.newConn(int(o.res), true)
+		c, ok := ln.newConn(int(o.res), nil, true)
 		if ok {
 			cc := newCallbackConn(c.fd, ln.h, ln)
 			c.fd.l.post(request{kind: reqRegisterCB, cc: cc})

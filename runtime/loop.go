@@ -24,6 +24,7 @@ type loop struct {
 
 	mu       sync.Mutex
 	queue    []request
+	exited   bool // the loop has stopped: requests are handled by handleDead
 	sleeping atomic.Bool
 	posted   atomic.Bool // queue is non-empty (read by the idle poll)
 
@@ -40,23 +41,26 @@ type loop struct {
 	wakeOp      op
 	wakeBuf     [8]byte
 	stopping    bool
-	batchAvg16  int      // EWMA of CQEs per wake-up, in sixteenths
-	holdPMissed bool     // the last wait kept the P (DedicatedLoops) and timed out empty
-	waitedEmpty bool     // the last wait ended with no CQE: skip the idle poll
-	polls       int      // armed polls (parked net.Conn readers and writers)
-	fixedOn     bool     // a sparse registered file table is in place
-	fixedNext   int32    // next never-used slot
-	fixedFree   []int32  // released slots
-	closing     []*netFD // waiting for their ops to finish before close(2)
-	recancel    []*op    // cancels to send again (the last one failed)
-	recancelFD  []*netFD // fd cancels to send again
+	batchAvg16  int     // EWMA of CQEs per wake-up, in sixteenths
+	holdPMissed bool    // the last wait kept the P (DedicatedLoops) and timed out empty
+	waitedEmpty bool    // the last wait ended with no CQE: skip the idle poll
+	polls       int     // armed polls (parked net.Conn readers and writers)
+	fixedOn     bool    // a sparse registered file table is in place
+	fixedNext   int32   // next never-used slot
+	fixedFree   []int32 // released slots
+	closing     int     // fds waiting for their ops' CQEs before close(2)
+	recancel    []*op   // cancels to send again (the last one failed)
 	lastResend  time.Time
 	draining    bool // in drainQueue
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
+	chunks chunkPool  // output queue chunks (outq.go)
+	budget loopBudget // budget.go
+	idle   loopIdle   // idle.go
+
 	stats loopStats
-	udp   udpStats // PacketConn counters (udp_metrics.go)
+	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }
@@ -165,15 +169,68 @@ func (l *loop) releaseFixedFile(slot int32) {
 	l.fixedFree = append(l.fixedFree, slot)
 }
 
-// post hands a request to the loop from any goroutine.
+// post hands a request to the loop from any goroutine. A request posted
+// after the loop exited (a connection accepted on another loop while the
+// runtime closes) is handled at once by handleDead.
 func (l *loop) post(r request) {
 	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		handleDead(&r)
+		return
+	}
 	l.queue = append(l.queue, r)
 	l.mu.Unlock()
+	l.wake()
+}
+
+// wake makes the loop take its queue: a write to its eventfd, only when
+// it sleeps.
+func (l *loop) wake() {
 	l.posted.Store(true)
 	if l.sleeping.Load() && l.sleeping.CompareAndSwap(true, false) {
 		var one = [8]byte{1}
 		unix.Write(l.efd, one[:])
+	}
+}
+
+// exit marks the loop as gone and hands what is still queued to
+// handleDead: nothing is in flight any more, so nothing posted is lost.
+func (l *loop) exit() {
+	l.mu.Lock()
+	l.exited = true
+	q := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	for i := range q {
+		handleDead(&q[i])
+	}
+}
+
+// handleDead does what a request still needs once its loop has exited (any
+// goroutine): a connection handed to the loop is closed, an op's owner is
+// told ECANCELED, a Serve returns. Other requests have nothing left to do.
+func handleDead(r *request) {
+	switch r.kind {
+	case reqRegisterCB:
+		r.cc.fd.closing.Store(true)
+		r.cc.fd.finalClose()
+	case reqCBWrite:
+		r.cc.pendingWrites.Add(-1)
+	case reqCloseFD:
+		r.nfd.finalClose()
+	case reqArm:
+		if o := r.op; o.done != nil {
+			o.res, o.flags = -int32(syscall.ECANCELED), 0
+			o.done <- struct{}{}
+		}
+	case reqServe:
+		r.ln.serveMu.Lock()
+		if r.ln.served != nil {
+			close(r.ln.served)
+			r.ln.served = nil
+		}
+		r.ln.serveMu.Unlock()
 	}
 }
 
@@ -194,7 +251,8 @@ func (l *loop) run() {
 		l.drainQueue()
 		l.resendCancels()
 		l.flushCB()
-		if l.stopping && l.inflight == 0 && len(l.closing) == 0 {
+		if l.stopping && l.inflight == 0 && l.closing == 0 {
+			l.exit()
 			l.teardown()
 			return
 		}
@@ -210,7 +268,7 @@ func (l *loop) run() {
 		}
 		holdP := minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
 		var err error
-		if minC > 0 && len(l.recancel)+len(l.recancelFD) > 0 {
+		if minC > 0 && len(l.recancel) > 0 {
 			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
 		}
 		if holdP {
@@ -369,7 +427,7 @@ func (l *loop) handle(r *request) {
 	case reqRegisterCB:
 		l.registerCB(r.cc)
 	case reqCBWrite:
-		r.cc.queue(r.data)
+		r.cc.queueAsync(r.data)
 	case reqCBClose:
 		r.cc.closeOnLoop(nil)
 	case reqServe:
@@ -431,8 +489,16 @@ func (l *loop) arm(o *op) {
 		return
 	}
 	if (o.expired != nil && o.expired.Load()) || (o.nfd != nil && o.nfd.closing.Load()) || l.stopping && o.kind != opWake {
+		// Completed as if its CQE said ECANCELED, so that its owner
+		// learns it (a callback conn's send while the loop stops: before,
+		// nothing ran and the conn was never closed, left in CLOSE_WAIT).
 		o.res, o.flags = -int32(syscall.ECANCELED), 0
-		l.finish(o)
+		switch o.kind {
+		case opAcceptCB, opTimer:
+			// stopServe ends these; re-arming here would recurse.
+		default:
+			l.complete(o)
+		}
 		return
 	}
 	sqe := l.getSQE()
@@ -456,10 +522,12 @@ func (l *loop) arm(o *op) {
 		}
 	case opTimer:
 		sqe.PrepTimeout(&o.ts, 0, false)
+	case opUDPRecv:
+		o.ur.prep(sqe)
 	}
 	sqe.Flags |= o.sqeFlags
 	if o.nfd != nil {
-		o.nfd.armed++
+		o.nfd.ops = append(o.nfd.ops, o)
 	}
 	if o.cc != nil {
 		o.cc.armed++
@@ -476,22 +544,25 @@ func (l *loop) prepRecv(sqe *netpoll.SQE, o *op) {
 			sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
 		} else {
 			sqe.PrepRecvMultishot(o.fd, l.bufRing.Group(), 0)
+			if l.rt.recvLimitOn() {
+				sqe.SetRecvLimit(recvLimit) // budget.go: bounds a pause's overshoot
+			}
 		}
 		return
 	}
 	sqe.PrepRecv(o.fd, o.buf, 0)
 }
 
-// User data of cancel SQEs: it says which op or fd a cancel was for, so
-// that the loop can send a cancel again when its target survived it (an op
-// cancel that succeeds posts no CQE, CQE_SKIP_SUCCESS). An IOSQE_ASYNC recv
-// caught moving from io-wq to its internal poll is found by neither
-// (ENOENT) or is running (EALREADY); without a second cancel it would wait
-// for data forever.
-const (
-	udCancelOp = 1 << 62 // | slot+1 of the target op
-	udCancelFD = 1 << 61 // | the fd whose ops are cancelled
-)
+// udCancelOp marks the user data of a cancel SQE: | slot+1 of the target
+// op. A cancel that succeeds posts no CQE (CQE_SKIP_SUCCESS); one that
+// fails says which op it was for, so that the loop sends it again while
+// the target survives it: an IOSQE_ASYNC recv caught moving from io-wq to
+// its internal poll is found by neither (ENOENT) or is running (EALREADY),
+// and without a second cancel it would wait for data forever. Cancels are
+// always by user data: the kernel finds a poll by a hash of it, where a
+// cancel by fd walks every armed poll of the ring (closing N connections
+// at once then costs N squared).
+const udCancelOp = 1 << 62
 
 func (l *loop) cancelOp(o *op) {
 	if !o.armed || o.cancel {
@@ -508,26 +579,15 @@ func (l *loop) sendCancel(o *op) {
 	sqe.Flags |= netpoll.SQECQESkipSuccess
 }
 
-// cancelDone handles the CQE of a cancel: one for an op comes only when
-// it failed (found nothing, or found the op running), one for an fd always.
-// If the target is still in flight and still meant to be cancelled, the
-// cancel is sent again (on the loop's next pass, so a target that is busy
-// gets time to reach a cancellable state).
+// cancelDone handles the CQE of a cancel that failed (found nothing, or
+// found the op running). If the target is still in flight and still meant
+// to be cancelled, the cancel is sent again (on the loop's next pass, so a
+// target that is busy gets time to reach a cancellable state).
 func (l *loop) cancelDone(ud uint64) {
-	switch {
-	case ud&udCancelOp != 0:
-		slot := ud&^udCancelOp - 1
-		if slot < uint64(len(l.slots)) {
-			if o := l.slots[slot]; o != nil && o.armed && o.cancel {
-				l.recancel = append(l.recancel, o)
-			}
-		}
-	case ud&udCancelFD != 0:
-		fd := int(ud &^ udCancelFD)
-		for _, nfd := range l.closing {
-			if nfd.fd == fd && nfd.armed > 0 {
-				l.recancelFD = append(l.recancelFD, nfd)
-			}
+	slot := ud&^udCancelOp - 1
+	if slot < uint64(len(l.slots)) {
+		if o := l.slots[slot]; o != nil && o.armed && o.cancel {
+			l.recancel = append(l.recancel, o)
 		}
 	}
 }
@@ -540,22 +600,17 @@ const cancelRetryGap = 50 * time.Microsecond
 // resendCancels sends again the cancels that failed, at most once per
 // cancelRetryGap (the loop's wait is shortened to that while some are due).
 func (l *loop) resendCancels() {
-	if len(l.recancel)+len(l.recancelFD) == 0 || time.Since(l.lastResend) < cancelRetryGap {
+	if len(l.recancel) == 0 || time.Since(l.lastResend) < cancelRetryGap {
 		return
 	}
 	l.lastResend = time.Now()
-	// Take the lists first: sending can reap (getSQE on a full SQ), and
+	// Take the list first: sending can reap (getSQE on a full SQ), and
 	// a cancel failing then is queued for the next round, not dropped.
-	ops, fds := l.recancel, l.recancelFD
-	l.recancel, l.recancelFD = nil, nil
+	ops := l.recancel
+	l.recancel = nil
 	for _, o := range ops {
 		if o.armed && o.cancel {
 			l.sendCancel(o)
-		}
-	}
-	for _, nfd := range fds {
-		if nfd.armed > 0 {
-			l.sendCancelFD(nfd)
 		}
 	}
 }
@@ -580,7 +635,7 @@ func (l *loop) reap() int {
 			if c.UserData == 0 {
 				continue // cancel-all's failure at teardown: nothing to do
 			}
-			if c.UserData&(udCancelOp|udCancelFD) != 0 {
+			if c.UserData&udCancelOp != 0 {
 				l.cancelDone(c.UserData)
 				continue
 			}
@@ -594,11 +649,17 @@ func (l *loop) reap() int {
 					l.polls--
 				}
 				l.freeSlot(o)
-				if o.nfd != nil {
-					o.nfd.armed--
-				}
 				if o.cc != nil {
 					o.cc.armed--
+				}
+				if nfd := o.nfd; nfd != nil {
+					nfd.dropOp(o)
+					l.complete(o)
+					if nfd.closeQueued && len(nfd.ops) == 0 {
+						l.closing--
+						nfd.finalClose()
+					}
+					continue
 				}
 			}
 			l.complete(o)
@@ -611,7 +672,6 @@ func (l *loop) reap() int {
 	if l.bufRing != nil && total > 0 {
 		l.bufRing.Commit()
 	}
-	l.finishClosing()
 	if total > 0 {
 		l.hist.observeBatch(total)
 	}
@@ -654,6 +714,8 @@ func (l *loop) complete(o *op) {
 		o.ln.onAccept(l, o)
 	case opTimer:
 		o.ln.onTimer(l, o)
+	case opUDPRecv:
+		o.ur.onCQE(l, o)
 	}
 }
 
@@ -683,38 +745,21 @@ func (l *loop) flushWakes() bool {
 	return woke
 }
 
-// closeFD cancels every op on nfd and closes the fd once their CQEs are in.
+// closeFD cancels every op on nfd, each by its user data, and closes the
+// fd once their CQEs are in (reap does it when the last one comes).
 func (l *loop) closeFD(nfd *netFD) {
-	if nfd.armed > 0 {
-		l.sendCancelFD(nfd)
-		l.closing = append(l.closing, nfd)
+	if nfd.closeQueued {
+		return
+	}
+	if len(nfd.ops) > 0 {
+		nfd.closeQueued = true
+		l.closing++
+		for _, o := range nfd.ops {
+			l.cancelOp(o)
+		}
 		return
 	}
 	nfd.finalClose()
-}
-
-// sendCancelFD cancels every op on nfd. Its CQE always comes (no
-// CQE_SKIP_SUCCESS): a cancel that found some ops but missed one in
-// transition also succeeds, so the loop looks at nfd again after each.
-func (l *loop) sendCancelFD(nfd *netFD) {
-	sqe := l.getSQE()
-	sqe.PrepCancelFD(nfd.fd, true)
-	sqe.UserData = udCancelFD | uint64(nfd.fd)
-}
-
-func (l *loop) finishClosing() {
-	kept := l.closing[:0]
-	for _, nfd := range l.closing {
-		if nfd.armed > 0 {
-			kept = append(kept, nfd)
-			continue
-		}
-		nfd.finalClose()
-	}
-	for i := len(kept); i < len(l.closing); i++ {
-		l.closing[i] = nil
-	}
-	l.closing = kept
 }
 
 // stop begins teardown: cancel every op; run exits once they completed.

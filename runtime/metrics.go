@@ -292,6 +292,9 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	if err := reg.Register(collector{rt}); err != nil {
 		return err
 	}
+	if err := reg.Register(limitsCollector{rt}); err != nil {
+		return err
+	}
 	if err := reg.Register(udpCollector{rt}); err != nil {
 		return err
 	}

@@ -37,7 +37,11 @@ type netFD struct {
 	// less memory).
 	*connIO
 
-	armed int // loop-owned: ops of this fd in flight
+	ops         []*op // loop-owned: ops of this fd in flight
+	closeQueued bool  // loop-owned: close(2) once ops is empty
+	final       atomic.Bool
+
+	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
 
 	addrMu       sync.Mutex
 	local, remot net.Addr
@@ -54,6 +58,7 @@ type connIO struct {
 
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	rawPollIn       atomic.Bool // a RawConn.Read armed pollIn (rawconn.go)
 	rop, wop        op          // ring/async modes: the recv/send in flight
 }
 
@@ -138,8 +143,25 @@ func (n *netFD) close() error {
 	return nil
 }
 
-// finalClose runs on the loop when no op of fd is in flight.
+// dropOp forgets o, whose last CQE came (loop only).
+func (n *netFD) dropOp(o *op) {
+	for i, p := range n.ops {
+		if p == o {
+			last := len(n.ops) - 1
+			n.ops[i] = n.ops[last]
+			n.ops[last] = nil
+			n.ops = n.ops[:last]
+			return
+		}
+	}
+}
+
+// finalClose runs on the loop when no op of fd is in flight (or once the
+// loop has exited). It closes fd once.
 func (n *netFD) finalClose() {
+	if !n.final.CompareAndSwap(false, true) {
+		return
+	}
 	unix.Close(n.fd)
 	if n.unlinkPath != "" {
 		unix.Unlink(n.unlinkPath)
@@ -148,13 +170,26 @@ func (n *netFD) finalClose() {
 	close(n.closed)
 }
 
+// captureLocal records the local address once the socket is connected (or
+// accepted): it stays valid for the connection's life and after Close,
+// when the descriptor number may already name another socket.
+func (n *netFD) captureLocal() {
+	if sa, err := unix.Getsockname(n.fd); err == nil {
+		n.local = sockaddrToAddr(n.net, sa)
+	}
+}
+
+// laddr and raddr return the addresses captured when the connection was
+// made (accept4 and connect give the peer's; getsockname the local one).
+// A listener's local address is read lazily, while it is open.
 func (n *netFD) laddr() net.Addr {
 	n.addrMu.Lock()
 	defer n.addrMu.Unlock()
-	if n.local == nil {
+	if n.local == nil && n.incref() {
 		if sa, err := unix.Getsockname(n.fd); err == nil {
 			n.local = sockaddrToAddr(n.net, sa)
 		}
+		n.decref()
 	}
 	return n.local
 }
@@ -162,11 +197,6 @@ func (n *netFD) laddr() net.Addr {
 func (n *netFD) raddr() net.Addr {
 	n.addrMu.Lock()
 	defer n.addrMu.Unlock()
-	if n.remot == nil {
-		if sa, err := unix.Getpeername(n.fd); err == nil {
-			n.remot = sockaddrToAddr(n.net, sa)
-		}
-	}
 	return n.remot
 }
 

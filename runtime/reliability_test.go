@@ -358,7 +358,7 @@ func TestCallbackBackpressure(t *testing.T) {
 			var paused atomic.Bool
 			h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
 				c.Write(d)
-				q := int64(len(c.out) + len(c.sending) - c.sent)
+				q := int64(c.outq.n)
 				if q > maxQueued.Load() {
 					maxQueued.Store(q)
 				}
@@ -487,7 +487,7 @@ func TestManySlowPeersBoundedRSS(t *testing.T) {
 	var maxQueued atomic.Int64
 	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
 		c.Write(d)
-		if q := int64(len(c.out) + len(c.sending) - c.sent); q > maxQueued.Load() {
+		if q := int64(c.outq.n); q > maxQueued.Load() {
 			maxQueued.Store(q)
 		}
 	}}
@@ -1076,8 +1076,8 @@ func TestShutdownUnderLoad(t *testing.T) {
 			}
 			for _, l := range rt.loops {
 				<-l.done
-				if l.inflight != 0 || len(l.closing) != 0 || len(l.cbConns) != 0 {
-					t.Errorf("loop %d after Shutdown: %d ops in flight, %d fds closing, %d callback conns", l.id, l.inflight, len(l.closing), len(l.cbConns))
+				if l.inflight != 0 || l.closing != 0 || len(l.cbConns) != 0 {
+					t.Errorf("loop %d after Shutdown: %d ops in flight, %d fds closing, %d callback conns", l.id, l.inflight, l.closing, len(l.cbConns))
 				}
 			}
 			rt.mu.Lock()

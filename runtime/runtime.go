@@ -38,6 +38,7 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	conns     map[*netFD]struct{}
+	counted   int // conns accepted or dialed (not listeners): Shutdown waits for them
 	listeners map[closer]struct{}
 	stdConns  map[net.Conn]struct{}
 	closed    bool
@@ -46,6 +47,9 @@ type Runtime struct {
 	acceptErrs  sync.Map // errno name -> *atomic.Uint64
 	panicLogged atomic.Bool
 	panics      atomic.Uint64
+
+	budget rtBudget  // budget.go
+	idle   idleSweep // idle.go
 }
 
 type closer interface{ Close() error }
@@ -99,6 +103,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	if rt.backend == BackendStd {
 		rt.features.Kernel = netpoll.KernelRelease() // for uringrt_backend_info
 	}
+	rt.startIdleSweep()
 	if cfg.Registerer != nil {
 		if err := rt.registerMetrics(cfg.Registerer); err != nil {
 			rt.Close()
@@ -124,6 +129,10 @@ func validate(cfg *Config) error {
 		return bad("Workers", cfg.Workers, "want >= 0 (0 = DefaultWorkers)")
 	case cfg.MaxConns < 0:
 		return bad("MaxConns", cfg.MaxConns, "want >= 0 (0 = no cap)")
+	case cfg.MaxBufferedBytes < -1:
+		return bad("MaxBufferedBytes", cfg.MaxBufferedBytes, "want >= 0 bytes (0 = default), or -1 (no cap)")
+	case cfg.IdleTimeout < 0 || cfg.IdleTimeout > 0 && cfg.IdleTimeout < 10*time.Millisecond:
+		return bad("IdleTimeout", cfg.IdleTimeout, "want 0 (never) or at least 10ms")
 	case cfg.MaxWriteBuffer < 0:
 		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
 	case cfg.WaitLatency < 0:
@@ -164,6 +173,9 @@ func applyDefaults(cfg *Config) {
 	}
 	if cfg.MaxWriteBuffer <= 0 {
 		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	if cfg.BufferSize <= 0 {
 		cfg.BufferSize = DefaultBufferSize
@@ -221,8 +233,12 @@ func (rt *Runtime) pickLoop() *loop {
 }
 
 func (rt *Runtime) track(n *netFD) {
+	n.idle.active.Store(true) // a new connection starts its idle time now
 	rt.mu.Lock()
 	rt.conns[n] = struct{}{}
+	if n.ln != nil || n.dialed {
+		rt.counted++
+	}
 	rt.mu.Unlock()
 }
 
@@ -230,6 +246,9 @@ func (rt *Runtime) untrack(n *netFD) {
 	rt.mu.Lock()
 	if _, ok := rt.conns[n]; ok {
 		delete(rt.conns, n)
+		if n.ln != nil || n.dialed {
+			rt.counted--
+		}
 		if n.ln != nil {
 			n.ln.active.Add(-1)
 			n.l.stats.closed.Add(1)
@@ -242,14 +261,10 @@ func (rt *Runtime) untrack(n *netFD) {
 	rt.mu.Unlock()
 }
 
+// connCountLocked is the number of open connections (rt.mu held), O(1):
+// every close asks it during Shutdown.
 func (rt *Runtime) connCountLocked() int {
-	n := len(rt.stdConns)
-	for fd := range rt.conns {
-		if fd.ln != nil || fd.dialed {
-			n++
-		}
-	}
-	return n
+	return len(rt.stdConns) + rt.counted
 }
 
 func (rt *Runtime) handlerPanic(v any) {
@@ -296,6 +311,8 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)
+	case *reuseListener: // listenconfig.go: a multishot accept per loop
+		return l.serve(rt, h)
 	}
 	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
 }
@@ -370,13 +387,22 @@ func (rt *Runtime) Close() error {
 	for _, c := range stds {
 		c.Close()
 	}
+	// Every net.Conn is closed at once (their loops cancel and close them
+	// in batches), then each is awaited, also when a concurrent Close owns
+	// it: before the loops stop.
+	var wg sync.WaitGroup
 	for _, fd := range conns {
 		if fd.cb {
 			continue // a callback conn: its loop closes it
 		}
-		fd.close()
-		<-fd.closed // also when a concurrent Close owns it: before the loops stop
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd.close()
+			<-fd.closed
+		}()
 	}
+	wg.Wait()
 	rt.stopLoops()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -402,6 +428,7 @@ func (rt *Runtime) snapshotLocked() ([]closer, []*netFD, []net.Conn) {
 }
 
 func (rt *Runtime) stopLoops() {
+	rt.stopIdleSweep()
 	for _, l := range rt.loops {
 		l.post(request{kind: reqStop})
 	}

@@ -52,10 +52,11 @@ type stdConn struct {
 	net.Conn
 	rt   *Runtime
 	once sync.Once
+	done chan struct{} // closed by Close
 }
 
 func (rt *Runtime) trackStd(c net.Conn) net.Conn {
-	sc := &stdConn{Conn: c, rt: rt}
+	sc := &stdConn{Conn: c, rt: rt, done: make(chan struct{})}
 	rt.mu.Lock()
 	rt.stdConns[sc] = struct{}{}
 	rt.mu.Unlock()
@@ -66,6 +67,7 @@ func (rt *Runtime) trackStd(c net.Conn) net.Conn {
 func (c *stdConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		close(c.done)
 		rt := c.rt
 		rt.mu.Lock()
 		delete(rt.stdConns, c)
@@ -138,13 +140,14 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 // handler until the connection ends.
 func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	c, h := cc.std, cc.h
+	cc.stdClosed = make(chan struct{})
 	var closeErr error
 	defer func() {
 		if v := recover(); v != nil {
 			rt.handlerPanic(v)
 			closeErr = errHandlerPanic
 		}
-		c.Close()
+		cc.closeStd()
 		h.OnClose(cc, closeErr)
 	}()
 	h.OnOpen(cc)
@@ -159,6 +162,19 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 				closeErr = err
 			} else if err == io.EOF {
 				closeErr = io.EOF
+				if hc, ok := h.(HalfCloser); ok && hc.OnReadEOF(cc) {
+					// Half-open: the handler writes on until it closes
+					// (or Shutdown/Close closes the connection).
+					var gone chan struct{}
+					if sc, ok := c.(*stdConn); ok {
+						gone = sc.done
+					}
+					select {
+					case <-cc.stdClosed:
+					case <-gone:
+					}
+					closeErr = nil
+				}
 			}
 			return
 		}

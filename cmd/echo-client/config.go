@@ -29,6 +29,7 @@ type config struct {
 	metricsURL      string
 	yield           bool
 	engine          string // "auto", "uring" or "net"
+	network         string // "tcp" or "udp" (udp.go)
 }
 
 // errUsage reports a bad command line; its message is already printed.
@@ -53,6 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "server `pid` whose CPU time and context switches are measured (0: none)")
 	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped for cqes_per_enter (empty: none)")
 	fs.StringVar(&cfg.engine, "engine", "auto", "client engine: uring (all connections on one uringrt loop, callback API), net (a goroutine per connection on Go's net), or auto (uring where io_uring works)")
+	fs.StringVar(&cfg.network, "network", "tcp", "tcp, or udp: each connection a connected UDP socket, each message one datagram (a uringrt PacketConn with -engine uring/auto, Go's net with -engine net)")
 	fs.BoolVar(&cfg.yield, "yield", true, "yield to the other connections between a write and its read (fewer syscalls per message)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,6 +100,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-dial-timeout must be > 0, got %v", c.dialTimeout)
 	case c.serverPID < 0:
 		return fmt.Errorf("-server-pid must be >= 0, got %d", c.serverPID)
+	case c.network != "tcp" && c.network != "udp":
+		return fmt.Errorf("-network must be tcp or udp, got %q", c.network)
+	case c.network == "udp" && c.size*c.depth > 65507:
+		return fmt.Errorf("-s times -depth must be <= 65507 with -network udp (one datagram), got %d", c.size*c.depth)
 	case c.engine != "auto" && c.engine != "uring" && c.engine != "net":
 		return fmt.Errorf("-engine must be auto, uring or net, got %q", c.engine)
 	}

@@ -60,7 +60,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		logf("%v", err)
 		return 1
 	}
-	if rt != nil {
+	if rt != nil && cfg.network != "udp" {
 		e, ws, err := startUring(ctx, rt, s, cfg)
 		if err != nil {
 			logf("%v", err)
@@ -68,7 +68,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		}
 		workers, allDone, stopAll = ws, e.done, e.stop
 	} else {
-		conns, err := dialAll(ctx, cfg)
+		conns, err := dialConns(ctx, cfg, rt)
 		if err != nil {
 			logf("%v", err)
 			return 1

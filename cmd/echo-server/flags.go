@@ -157,7 +157,7 @@ func flagRanges() map[string]flagRange {
 	if nofile > 0 {
 		maxConns = intRange(0, int64(nofile), fmt.Sprintf("0 = no cap; at most RLIMIT_NOFILE %d, default RLIMIT_NOFILE - %d headroom", nofile, fdHeadroom()))
 	}
-	return map[string]flagRange{
+	ranges := map[string]flagRange{
 		"addr":                 hostPort(true, false),
 		"api":                  oneOf("conn", "callback"),
 		"backend":              oneOf("auto", "uring", "std"),
@@ -179,7 +179,15 @@ func flagRanges() map[string]flagRange {
 		"drain-delay":          durRange(0, maxDrainDelay, ""),
 		"version":              boolRange,
 		"buf-size":             intRange(minBufSize, maxBufSize, "bytes"),
+		"reuseport":            boolRange,
+		"network":              oneOf("tcp", "udp"),
+		"udp-readers":          intRange(1, 1024, ""),
+		"udp-multishot":        boolRange,
 	}
+	for name, r := range limitRanges() {
+		ranges[name] = r
+	}
+	return ranges
 }
 
 // annotateRanges appends each flag's range to its help text.

@@ -37,6 +37,9 @@ var version = "dev"
 type options struct {
 	addr, api, backend, pollable, metricsAddr, batch string
 	loops, workers, maxConns, bufSize                int
+	network                                          string // tcp (or unix, from the address) or udp (udp.go)
+	udpReaders                                       int
+	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated, noIncBufs                bool
@@ -44,6 +47,9 @@ type options struct {
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
 	metricsHostInfo                                 string
+	reusePort                                       bool
+
+	limits limitOptions // limits.go
 }
 
 func main() {
@@ -55,6 +61,9 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address: host:port, or a unix socket path starting with / or .")
+	fs.StringVar(&o.network, "network", "tcp", "tcp (unix when -addr is a path) or udp: echo datagrams on a PacketConn")
+	fs.BoolVar(&o.udpMultishot, "udp-multishot", false, "with -network udp: receive through a multishot recvmsg into a provided buffer ring (Config.UDPRecvMultishot)")
+	fs.IntVar(&o.udpReaders, "udp-readers", 1, "with -network udp: goroutines reading the socket (more than 1 may reorder a sender's echoes)")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
@@ -62,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
+	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.noIncBufs, "no-inc-buffers", false, "whole-buffer provided buffer ring even where the kernel consumes buffers incrementally (Config.DisableIncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
@@ -74,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
 	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM/SIGINT, answer /readyz 503 and keep serving this long before draining")
 	fs.IntVar(&o.bufSize, "buf-size", defaultBufSize, "bytes each net.Conn Read takes at most (-api conn)")
+	o.limits.register(fs)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and the probed io_uring features, then exit")
 	ranges := flagRanges()
 	annotateRanges(fs, ranges)
@@ -128,9 +139,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := uringrt.Config{
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
-		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated,
+		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
+		UDPRecvMultishot:          o.udpMultishot,
 		DisableIncrementalBuffers: o.noIncBufs,
 	}
+	o.limits.apply(&cfg)
 	if o.batch == "off" {
 		cfg.WaitBatch = uringrt.WaitBatchOff
 	}
@@ -141,6 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 1
+	}
+	if o.network == "udp" {
+		return runUDP(rt, o, reg, logger, stderr)
 	}
 	network := "tcp"
 	if len(o.addr) > 0 && (o.addr[0] == '/' || o.addr[0] == '.') {

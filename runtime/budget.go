@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"io"
+	"slices"
+	"sync/atomic"
+)
+
+// The memory budget of the callback API.
+//
+// Per connection: Config.MaxWriteBuffer caps its queued output. A queue
+// over the cap stops its connection's reads (the multishot recv is
+// cancelled and not re-armed) until the queue has drained below half the
+// cap. Per runtime: Config.MaxBufferedBytes caps the chunk bytes all
+// queues hold together. Over half of it, each loop stops reading from its
+// connections with queued output, largest queue first, until the chunk
+// bytes of the connections it still reads from are under its share of half
+// the cap, so connections with small queues keep being served; over the
+// cap itself it stops reading from every connection with queued output. A
+// connection stopped this way reads again once its queue has drained below
+// half of MaxWriteBuffer and the runtime is back under half the cap, or
+// once its
+// queue is empty. Every stop is counted in
+// uringrt_read_pauses_total{loop,kind="conn"|"runtime"}; the bytes held
+// are uringrt_output_buffered_bytes. docs/RELIABILITY.md states the worst
+// case per connection.
+
+// pause reasons, the label values of uringrt_read_pauses_total.
+const (
+	pauseConn    = 0 // the connection's queue passed MaxWriteBuffer
+	pauseRuntime = 1 // the runtime's queues passed MaxBufferedBytes
+)
+
+var pauseReasons = [...]string{"conn", "runtime"}
+
+// rtBudget is the runtime's share of the budget.
+type rtBudget struct {
+	held        atomic.Int64 // chunk bytes held by all callback queues
+	noRecvLimit atomic.Bool  // the kernel refused the multishot recv byte limit
+}
+
+// recvLimit is the most bytes one arm of a callback connection's multishot
+// recv receives (IORING_RECV_MSHOT_LIM, 6.17+); the loop re-arms it after.
+// A pause cancels the recv, but what the kernel received before the cancel
+// landed is still delivered: this bounds that overshoot per pause. Without
+// the kernel feature, the overshoot is bounded by the socket's receive
+// queue instead (docs/RELIABILITY.md).
+const recvLimit = 64 << 10
+
+func (rt *Runtime) recvLimitOn() bool { return !rt.budget.noRecvLimit.Load() }
+
+// recvLimitFailed turns the multishot byte limit off after an EINVAL from a
+// kernel without it; it reports whether the limit was on (so the EINVAL
+// was the limit's).
+func (rt *Runtime) recvLimitFailed() bool {
+	if rt.budget.noRecvLimit.Swap(true) {
+		return false
+	}
+	rt.logger.Debug("multishot recv byte limit unsupported (Linux 6.17+); pauses may overshoot by a socket receive queue")
+	return true
+}
+
+// loopBudget is a loop's share (the counters are read at scrape time).
+type loopBudget struct {
+	held   atomic.Int64     // chunk bytes held by this loop's queues
+	pauses [2]atomic.Uint64 // by reason
+	over   bool             // loop-owned: a queue grew while the runtime was over the cap
+}
+
+// budgetAdd accounts d bytes of chunk capacity taken (d > 0) or returned.
+func (l *loop) budgetAdd(d int) {
+	l.budget.held.Add(int64(d))
+	l.rt.budget.held.Add(int64(d))
+}
+
+// overBudget reports whether the runtime's queues hold more than
+// MaxBufferedBytes (never, when the cap is off).
+func (rt *Runtime) overBudget() bool {
+	max := rt.cfg.MaxBufferedBytes
+	return max > 0 && rt.budget.held.Load() > max
+}
+
+// overSoftBudget reports whether the runtime's queues hold more than half
+// of MaxBufferedBytes: the zone where the largest queues stop first.
+func (rt *Runtime) overSoftBudget() bool {
+	max := rt.cfg.MaxBufferedBytes
+	return max > 0 && rt.budget.held.Load() > max/2
+}
+
+// afterQueue applies the caps after bytes were queued on c (loop only).
+func (c *CallbackConn) afterQueue() {
+	if c.closing {
+		return
+	}
+	if !c.paused && c.outq.n > c.l.rt.cfg.MaxWriteBuffer {
+		c.pauseRead(pauseConn)
+	}
+	switch {
+	case c.l.rt.overBudget():
+		// Over the cap itself: this queue stops growing now, not at the
+		// loop's next check (one reap can run long).
+		c.pauseRead(pauseRuntime)
+		c.l.budget.over = true
+	case c.l.rt.overSoftBudget():
+		c.l.budget.over = true
+	}
+}
+
+// pauseRead stops reading c: its recv is cancelled and not re-armed.
+// Completions the kernel already posted are still delivered (dropping them
+// would lose bytes): that is the overshoot docs/RELIABILITY.md bounds.
+func (c *CallbackConn) pauseRead(reason int) {
+	if c.paused {
+		return
+	}
+	c.paused = true
+	c.l.budget.pauses[reason].Add(1)
+	if c.recvOp.armed {
+		c.l.cancelOp(&c.recvOp)
+		// Submit the cancel now: the loop may still be reaping, and a
+		// multishot recv delivers until its cancel reaches the kernel.
+		if _, err := c.l.ring.Submit(); err != nil {
+			c.l.enterError(err)
+		}
+	}
+}
+
+// maybeResume re-arms c's recv when its queue has drained enough (loop
+// only; called after each send completion).
+func (c *CallbackConn) maybeResume() {
+	if !c.paused || c.closing || c.outq.n >= c.l.rt.cfg.MaxWriteBuffer/2 {
+		return
+	}
+	if c.outq.n > 0 && c.l.rt.overSoftBudget() {
+		return // the runtime is still over: wait until this queue is empty
+	}
+	c.paused = false
+	if !c.recvOp.armed && !c.readDone() {
+		c.l.arm(&c.recvOp)
+	}
+}
+
+// budgetCheck runs once per loop iteration, before the loop flushes its
+// queues: when a queue grew while the runtime was over MaxBufferedBytes,
+// stop reading from this loop's largest queues.
+func (l *loop) budgetCheck() {
+	if !l.budget.over {
+		return
+	}
+	l.budget.over = false
+	rt := l.rt
+	if !rt.overSoftBudget() {
+		return
+	}
+	var reading []*CallbackConn
+	total := 0
+	for c := range l.cbConns {
+		if !c.paused && !c.closing && c.outq.held > 0 {
+			reading = append(reading, c)
+			total += c.outq.held
+		}
+	}
+	share := int(rt.cfg.MaxBufferedBytes / int64(2*len(rt.loops)))
+	if rt.overBudget() {
+		share = 0 // over the cap itself: every queue stops growing
+	}
+	slices.SortFunc(reading, func(a, b *CallbackConn) int { return b.outq.held - a.outq.held })
+	for _, c := range reading {
+		if total <= share {
+			break
+		}
+		total -= c.outq.held
+		c.pauseRead(pauseRuntime)
+	}
+}
+
+// readDone reports that c's peer closed its writing side, so its recv is
+// not re-armed.
+func (c *CallbackConn) readDone() bool { return c.rdEOF }
+
+// failed reports that c is closing on an error: its queued output will
+// never be sent.
+func (c *CallbackConn) failed() bool {
+	return c.closing && c.closeErr != nil && c.closeErr != io.EOF
+}

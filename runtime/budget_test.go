@@ -1,0 +1,259 @@
+package runtime
+
+import (
+	"errors"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestOutQueueChunks: the output queue copies bytes in order across
+// chunks, frees each chunk once sent, holds at most 1.5x its queued bytes
+// plus one chunk, and holds nothing (and accounts nothing) when empty.
+func TestOutQueueChunks(t *testing.T) {
+	rt := &Runtime{cfg: Config{MaxBufferedBytes: -1}}
+	l := &loop{rt: rt}
+	var q outQueue
+	var want []byte
+	off := int64(0)
+	for _, n := range []int{12, 3000, 70000, 1, 200000, 5} {
+		p := make([]byte, n)
+		relFillPattern(p, off)
+		off += int64(n)
+		q.write(l, p)
+		want = append(want, p...)
+		if q.held > q.n*3/2+outBigChunk {
+			t.Fatalf("queue of %d bytes holds %d", q.n, q.held)
+		}
+	}
+	if got := l.budget.held.Load(); got != int64(q.held) || rt.budget.held.Load() != got {
+		t.Fatalf("accounted %d (runtime %d), queue holds %d", got, rt.budget.held.Load(), q.held)
+	}
+	var got []byte
+	for q.n > 0 {
+		b := q.next()
+		m := min(len(b), 5000) // short sends too
+		got = append(got, b[:m]...)
+		q.sent(l, m)
+	}
+	if err := relCheckPattern(got, 0); err != nil || len(got) != len(want) {
+		t.Fatalf("got %d bytes (want %d): %v", len(got), len(want), err)
+	}
+	if q.held != 0 || len(q.chunks) != 0 || l.budget.held.Load() != 0 || rt.budget.held.Load() != 0 {
+		t.Fatalf("drained queue holds %d bytes in %d chunks; accounted %d", q.held, len(q.chunks), l.budget.held.Load())
+	}
+	if l.chunks.bytes > outPoolBytes {
+		t.Fatalf("pool keeps %d bytes, cap %d", l.chunks.bytes, outPoolBytes)
+	}
+}
+
+// slowReaders runs peers connections to addr that each write up to
+// perPeer bytes (a pattern) without reading until their writes stall for
+// stall, then (when drain) read back every byte they wrote and check it.
+// It returns the bytes written in all and the connections, still open.
+type slowReaders struct {
+	conns   []net.Conn
+	written []int64
+}
+
+func startSlowReaders(t *testing.T, addr string, peers, perPeer int, stall time.Duration) *slowReaders {
+	t.Helper()
+	s := &slowReaders{conns: make([]net.Conn, peers), written: make([]int64, peers)}
+	payload := make([]byte, perPeer)
+	relFillPattern(payload, 0)
+	var wg sync.WaitGroup
+	var werrs atomic.Int64
+	for i := range s.conns {
+		c, err := relSmallBufDialer.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		s.conns[i] = c
+		t.Cleanup(func() { c.Close() })
+	}
+	for i, c := range s.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off := 0
+			for off < len(payload) {
+				// Write while the server takes bytes; a write that
+				// makes no progress for stall ends it.
+				c.SetWriteDeadline(time.Now().Add(stall))
+				n, err := c.Write(payload[off:min(off+256<<10, len(payload))])
+				off += n
+				if err != nil {
+					if !errors.Is(err, os.ErrDeadlineExceeded) {
+						werrs.Add(1)
+					}
+					if n == 0 {
+						break
+					}
+				}
+			}
+			s.written[i] = int64(off)
+		}()
+	}
+	wg.Wait()
+	if werrs.Load() != 0 {
+		t.Fatalf("%d peers' writes failed with other than a timeout", werrs.Load())
+	}
+	return s
+}
+
+// drain reads back, on every connection, the bytes it wrote, checking them.
+func (s *slowReaders) drain(t *testing.T, d time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.conns))
+	deadline := time.Now().Add(d)
+	for i, c := range s.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(deadline)
+			buf := make([]byte, 32<<10)
+			var got int64
+			for got < s.written[i] {
+				n, err := c.Read(buf[:min(int64(len(buf)), s.written[i]-got)])
+				if err := relCheckPattern(buf[:n], got); err != nil {
+					errs <- err
+					return
+				}
+				got += int64(n)
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("drain: %v", err)
+	}
+}
+
+func (s *slowReaders) total() int64 {
+	var n int64
+	for _, w := range s.written {
+		n += w
+	}
+	return n
+}
+
+// TestPauseOvershootBounded: a peer that writes without reading makes its
+// connection's queue pass MaxWriteBuffer; the pause then overshoots by at
+// most one arm of the multishot recv (recvLimit) plus a buffer and a chunk,
+// not by whatever the socket had received (before the byte limit: the
+// loop's whole buffer ring, or the socket's receive queue).
+func TestPauseOvershootBounded(t *testing.T) {
+	const maxWB = 64 << 10
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: maxWB})
+	var maxQueued atomic.Int64
+	ln := relServeCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		if q := int64(c.outq.n); q > maxQueued.Load() {
+			maxQueued.Store(q)
+		}
+	}})
+	s := startSlowReaders(t, ln.Addr().String(), 8, 16<<20, time.Second)
+	limit := int64(maxWB + recvLimit + rt.Config().BufferSize + outBigChunk)
+	t.Logf("8 peers wrote %d KiB; max queued per conn %d KiB (bound %d KiB)", s.total()>>10, maxQueued.Load()>>10, limit>>10)
+	if !rt.recvLimitOn() {
+		t.Skip("the kernel refused the multishot recv byte limit (6.17+)")
+	}
+	if maxQueued.Load() < maxWB {
+		t.Fatalf("no queue reached MaxWriteBuffer (max %d): the test did not load the server", maxQueued.Load())
+	}
+	if maxQueued.Load() > limit {
+		t.Errorf("a queue reached %d bytes, over MaxWriteBuffer %d + recvLimit + a buffer + a chunk = %d", maxQueued.Load(), maxWB, limit)
+	}
+	s.drain(t, time.Minute)
+}
+
+// TestThousandSlowReadersBudget is the memory budget's proof (issue 15):
+// 1,000 peers each send up to 10 MiB to a callback echo server and do not
+// read. The server's peak RSS growth stays within the runtime cap plus the
+// stated overshoot (with the GC's headroom), each connection's queue
+// within MaxWriteBuffer plus its overshoot; then the peers read back every
+// byte (checked) and, the connections still open and idle, the queues hold
+// nothing and RSS returns to the baseline. docs/RELIABILITY.md has the
+// figures. Without -race (its shadow memory inflates RSS; CI runs it in its
+// non-race step).
+func TestThousandSlowReadersBudget(t *testing.T) {
+	if raceBuild() {
+		t.Skip("-race: RSS includes the race detector's shadow memory; run without -race (CI does)")
+	}
+	const peers, perPeer = 1000, 10 << 20
+	const maxBuffered = 64 << 20
+	raiseNOFILE(t, 2*peers+200)
+	rt := newRT(t, Config{Loops: 2, MaxBufferedBytes: maxBuffered})
+	cfg := rt.Config()
+	var maxQueued atomic.Int64
+	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		if q := int64(c.outq.n); q > maxQueued.Load() {
+			maxQueued.Store(q)
+		}
+	}}
+	ln := relServeCB(t, rt, h)
+	debug.FreeOSMemory()
+	base := relRssBytes(t)
+	resetPeakRSS(t)
+	start := time.Now()
+	s := startSlowReaders(t, ln.Addr().String(), peers, perPeer, 1500*time.Millisecond)
+	peak := peakRSS(t)
+	held := rt.budget.held.Load()
+	sent := s.total()
+	var pausesConn, pausesRT uint64
+	for _, l := range rt.loops {
+		pausesConn += l.budget.pauses[pauseConn].Load()
+		pausesRT += l.budget.pauses[pauseRuntime].Load()
+	}
+	t.Logf("%d peers wrote %d MiB in %v; queues hold %d MiB (cap %d MiB); pauses conn %d runtime %d; max queued per conn %d KiB",
+		peers, sent>>20, time.Since(start).Round(time.Millisecond), held>>20, maxBuffered>>20, pausesConn, pausesRT, maxQueued.Load()>>10)
+
+	s.drain(t, 2*time.Minute)
+	// Connections open and idle, queues empty: their chunks went back.
+	if !relWaitFor(5*time.Second, func() bool { return rt.budget.held.Load() == 0 }) {
+		t.Errorf("after the drain, queues still hold %d bytes", rt.budget.held.Load())
+	}
+	debug.FreeOSMemory()
+	after := relRssBytes(t)
+	// The stated overshoot (docs/RELIABILITY.md): what each connection's
+	// multishot recv delivered after it paused, at most recvLimit (6.17+;
+	// else its socket's receive queue, 6 MiB at most by default), plus one
+	// recv buffer and one chunk.
+	pauseOver := int64(recvLimit)
+	if !rt.recvLimitOn() {
+		pauseOver = 6 << 20
+		t.Logf("no multishot recv byte limit (kernel before 6.17): a pause may overshoot by a socket receive queue")
+	}
+	overshoot := int64(peers) * (min(pauseOver, 64<<10) + int64(cfg.BufferSize) + outBigChunk)
+	peakLimit := 2*(maxBuffered+overshoot) + 64<<20 // the GC's headroom (GOGC=100) over the live queues
+	perConn := int64(cfg.MaxWriteBuffer) + pauseOver + int64(cfg.BufferSize) + outBigChunk
+	afterLimit := int64(32<<20) + int64(peers)*4096
+	t.Logf("RSS: baseline %d MiB, peak %d MiB (growth %d MiB, limit %d MiB), after drain %d MiB (growth %d MiB, limit %d MiB)",
+		base>>20, peak>>20, (peak-base)>>20, peakLimit>>20, after>>20, (after-base)>>20, afterLimit>>20)
+	if pausesRT == 0 {
+		t.Errorf("the runtime cap never paused a connection: the test did not load the server")
+	}
+	if held > maxBuffered+overshoot {
+		t.Errorf("queues held %d MiB, over the cap %d MiB plus overshoot %d MiB", held>>20, maxBuffered>>20, overshoot>>20)
+	}
+	if maxQueued.Load() > perConn {
+		t.Errorf("a connection queued %d bytes, over the per-connection bound %d", maxQueued.Load(), perConn)
+	}
+	if peak-base > peakLimit {
+		t.Errorf("peak RSS grew by %d MiB with %d slow readers, over %d MiB", (peak-base)>>20, peers, peakLimit>>20)
+	}
+	if after-base > afterLimit {
+		t.Errorf("after the drain RSS is %d MiB over the baseline, over %d MiB", (after-base)>>20, afterLimit>>20)
+	}
+}

@@ -1,0 +1,352 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ListenConfig holds options for listening, shaped like net.ListenConfig.
+// The zero value listens as runtime.Listen does, on the default runtime:
+// one listening socket on the first loop, accepted connections spread
+// over the loops round robin, each with TCP_NODELAY and Go's keep-alive
+// defaults. Networks: "tcp", "tcp4", "tcp6", "unix".
+type ListenConfig struct {
+	// Runtime listens on this runtime; nil means Default().
+	Runtime *Runtime
+
+	// Control, if not nil, runs after the listening socket is created and
+	// before it is bound, with network "tcp4", "tcp6" or "unix" and the
+	// address; an error aborts Listen. With ReusePort it runs once per
+	// socket.
+	Control func(network, address string, c syscall.RawConn) error
+	// KeepAlive is the keep-alive idle time and interval of accepted TCP
+	// connections; 0 means Go's defaults (15 s), negative turns keep-alive
+	// off. Ignored when KeepAliveConfig.Enable is true.
+	KeepAlive time.Duration
+	// KeepAliveConfig, when Enable is true, sets accepted connections'
+	// keep-alive probes (zero fields: Go's defaults; negative: the
+	// kernel's).
+	KeepAliveConfig net.KeepAliveConfig
+	// ReusePort gives each loop its own listening socket on the address,
+	// bound with SO_REUSEPORT (Linux 3.9+): the kernel spreads incoming
+	// connections over them by a hash of the connection's addresses, each
+	// loop accepts on its own socket (Serve: a multishot accept per loop)
+	// and keeps the connections it accepted, so no connection is handed
+	// from one loop to another. TCP only; the same as Config.ReusePort for
+	// one listener. A connection still queued on a socket when it closes is
+	// reset (the kernel does not move it to another socket of the group).
+	ReusePort bool
+
+	mptcp bool
+}
+
+// SetMultipathTCP asks for MPTCP listening sockets (Linux 5.6+; TCP where
+// the kernel refuses), as net.ListenConfig.SetMultipathTCP.
+func (lc *ListenConfig) SetMultipathTCP(use bool) { lc.mptcp = use }
+
+// MultipathTCP reports whether SetMultipathTCP(true) was called.
+func (lc *ListenConfig) MultipathTCP() bool { return lc.mptcp }
+
+// Listen announces on the local address, as net.ListenConfig.Listen. The
+// listener's Accept returns *Conn values (Go's connections with
+// BackendStd); it also has SyscallConn and File. ctx bounds only the
+// setup. Errors are *net.OpError with Op "listen" (EADDRINUSE, EACCES,
+// net.ErrClosed after the runtime closed), or Default()'s error.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	rt := lc.Runtime
+	if rt == nil {
+		var err error
+		if rt, err = Default(); err != nil {
+			return nil, err
+		}
+	}
+	return rt.listen(ctx, lc, network, address)
+}
+
+// std is lc as a net.ListenConfig (setsockopt SO_REUSEPORT first when
+// reuse).
+func (lc *ListenConfig) std(reuse bool) *net.ListenConfig {
+	nl := &net.ListenConfig{}
+	if lc == nil {
+		lc = &ListenConfig{}
+	}
+	nl.KeepAlive, nl.KeepAliveConfig = lc.KeepAlive, lc.KeepAliveConfig
+	nl.SetMultipathTCP(lc.mptcp)
+	ctrl := lc.Control
+	if reuse {
+		nl.Control = func(network, address string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) {
+				serr = setsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			}); err != nil {
+				return err
+			}
+			if serr != nil {
+				return serr
+			}
+			if ctrl != nil {
+				return ctrl(network, address, c)
+			}
+			return nil
+		}
+	} else {
+		nl.Control = ctrl
+	}
+	return nl
+}
+
+func (lc *ListenConfig) opts(reuse bool) *listenOpts {
+	o := &listenOpts{reuse: reuse}
+	if lc != nil {
+		o.keepAlive = keepAliveOpts{idle: lc.KeepAlive, cfg: lc.KeepAliveConfig}
+	}
+	return o
+}
+
+// listen is Listen with a ListenConfig's options (lc nil: the zero one).
+// The sockets are made by Go's net (address parsing, dual stack,
+// SO_REUSEADDR, the Control hook) and then driven by this runtime's loops;
+// with BackendStd it is Go's listener itself.
+func (rt *Runtime) listen(ctx context.Context, lc *ListenConfig, network, address string) (net.Listener, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.UnknownNetworkError(network)}
+	}
+	rt.mu.Lock()
+	closed := rt.closed
+	rt.mu.Unlock()
+	if closed {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.ErrClosed}
+	}
+	reuse := network != "unix" && (rt.cfg.ReusePort || (lc != nil && lc.ReusePort))
+	if rt.backend == BackendStd {
+		gl, err := lc.std(reuse).Listen(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		sl := &stdListener{Listener: gl, rt: rt}
+		rt.mu.Lock()
+		rt.listeners[sl] = struct{}{}
+		rt.mu.Unlock()
+		return sl, nil
+	}
+	if reuse {
+		return rt.listenReuse(ctx, lc, network, address)
+	}
+	return rt.listenOn(ctx, lc, rt.loops[0], false, network, address)
+}
+
+// listenOn makes one listening socket driven by loop l.
+func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reuse bool, network, address string) (*listener, error) {
+	gl, err := lc.std(reuse).Listen(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	fd, family, unlink, err := detachListener(gl)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	nfd := newNetFD(rt, l, fd, family, network)
+	nfd.unlinkPath = unlink
+	nfd.captureLocal()
+	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse)}
+	nfd.start(true)
+	rt.mu.Lock()
+	rt.listeners[ln] = struct{}{}
+	rt.mu.Unlock()
+	return ln, nil
+}
+
+// listenReuse makes a SO_REUSEPORT socket per loop: the first binds the
+// address (and picks the port for ":0"), the others bind what it got.
+func (rt *Runtime) listenReuse(ctx context.Context, lc *ListenConfig, network, address string) (net.Listener, error) {
+	rl := &reuseListener{rt: rt, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	for i, l := range rt.loops {
+		ln, err := rt.listenOn(ctx, lc, l, true, network, address)
+		if err != nil {
+			rl.Close()
+			return nil, err
+		}
+		rl.subs = append(rl.subs, ln)
+		if i == 0 {
+			address = ln.Addr().String()
+		}
+	}
+	// The runtime's Close and Shutdown close the group, which closes its
+	// sockets and wakes its Accept callers.
+	rt.mu.Lock()
+	for _, ln := range rl.subs {
+		delete(rt.listeners, ln)
+	}
+	rt.listeners[rl] = struct{}{}
+	rt.mu.Unlock()
+	return rl, nil
+}
+
+// reuseListener is a ReusePort group: one SO_REUSEPORT listening socket
+// per loop. Serve arms a multishot accept on each loop's own socket; Accept
+// takes connections from whichever socket has one (a goroutine per socket,
+// started on the first Accept, waits in that socket's Accept).
+type reuseListener struct {
+	rt   *Runtime
+	subs []*listener
+
+	startOnce sync.Once
+	conns     chan acceptResult
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	dlMu sync.Mutex
+	dl   time.Time
+	wake chan struct{} // SetDeadline moved the deadline
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+// Accept waits for and returns the next connection from any of the
+// group's sockets; the connection belongs to the loop whose socket
+// accepted it. After Close it returns an error wrapping net.ErrClosed;
+// after the deadline one wrapping os.ErrDeadlineExceeded; accept4(2)
+// errors (EMFILE, ...) as the single-socket Accept.
+func (rl *reuseListener) Accept() (net.Conn, error) {
+	rl.startOnce.Do(rl.startAccepting)
+	for {
+		rl.dlMu.Lock()
+		dl := rl.dl
+		rl.dlMu.Unlock()
+		var timer *time.Timer
+		var timeout <-chan time.Time
+		if !dl.IsZero() {
+			d := time.Until(dl)
+			if d <= 0 {
+				return nil, rl.opError(os.ErrDeadlineExceeded)
+			}
+			timer = time.NewTimer(d)
+			timeout = timer.C
+		}
+		var r acceptResult
+		got, closed := false, false
+		select {
+		case r = <-rl.conns:
+			got = true
+		case <-rl.done:
+			closed = true
+		case <-timeout:
+		case <-rl.wake:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		switch {
+		case got:
+			return r.c, r.err
+		case closed:
+			return nil, rl.opError(net.ErrClosed)
+		}
+	}
+}
+
+func (rl *reuseListener) startAccepting() {
+	rl.conns = make(chan acceptResult)
+	for _, ln := range rl.subs {
+		rl.wg.Add(1)
+		go rl.acceptLoop(ln)
+	}
+}
+
+// acceptLoop hands the connections ln accepts to Accept callers.
+func (rl *reuseListener) acceptLoop(ln *listener) {
+	defer rl.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil && errors.Is(err, net.ErrClosed) {
+			return
+		}
+		select {
+		case rl.conns <- acceptResult{c, err}:
+		case <-rl.done:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+	}
+}
+
+// Close closes every socket of the group; a blocked Accept returns
+// net.ErrClosed. Accepted connections stay open.
+func (rl *reuseListener) Close() error {
+	err := error(nil)
+	first := false
+	rl.closeOnce.Do(func() {
+		first = true
+		close(rl.done)
+		for _, ln := range rl.subs {
+			ln.Close()
+		}
+		rl.wg.Wait()
+		rl.rt.mu.Lock()
+		delete(rl.rt.listeners, rl)
+		rl.rt.mu.Unlock()
+	})
+	if !first {
+		err = rl.opError(net.ErrClosed)
+		err.(*net.OpError).Op = "close"
+	}
+	return err
+}
+
+// Addr returns the group's listening address.
+func (rl *reuseListener) Addr() net.Addr { return rl.subs[0].Addr() }
+
+// SetDeadline sets the deadline for Accept, as *net.TCPListener does; a
+// zero t clears it.
+func (rl *reuseListener) SetDeadline(t time.Time) error {
+	rl.dlMu.Lock()
+	rl.dl = t
+	rl.dlMu.Unlock()
+	select {
+	case rl.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// SyscallConn returns the first loop's listening socket's RawConn.
+func (rl *reuseListener) SyscallConn() (syscall.RawConn, error) { return rl.subs[0].SyscallConn() }
+
+// File returns a duplicate of the first loop's listening socket.
+func (rl *reuseListener) File() (*os.File, error) { return rl.subs[0].File() }
+
+func (rl *reuseListener) opError(err error) error {
+	fd := rl.subs[0].fd
+	return &net.OpError{Op: "accept", Net: fd.net, Addr: fd.laddr(), Err: err}
+}
+
+// serve runs Serve on every socket of the group, each on its own loop, and
+// returns when all have stopped.
+func (rl *reuseListener) serve(rt *Runtime, h Handler) error {
+	errs := make([]error, len(rl.subs))
+	var wg sync.WaitGroup
+	for i, ln := range rl.subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rt.Serve(ln, h)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,167 @@
+package runtime
+
+// outQueue is a callback connection's queued output: a list of chunks taken
+// from its loop's chunk pool. Bytes are copied in at the tail and leave from
+// the head, one chunk per send SQE; a chunk is returned to the pool as soon
+// as its last byte is sent, so a queue holds at most its queued bytes
+// rounded up to a chunk (plus the unsent head of the chunk in flight), and
+// an empty queue holds nothing. With one contiguous slice per direction
+// (the earlier design) a slow reader pinned twice MaxWriteBuffer for the
+// connection's whole life.
+//
+// Loop-owned: every method runs on the connection's loop.
+type outQueue struct {
+	chunks   [][]byte // chunks[0][head:] is the next to send; len is the filled part
+	head     int      // bytes of chunks[0] already sent
+	n        int      // queued bytes, including those of the send in flight
+	inflight int      // bytes of chunks[0] the send in flight covers (from head)
+	held     int      // bytes of chunk capacity held (accounted in the budget)
+}
+
+// Chunk size classes. A new chunk is the smallest class that holds the
+// bytes still to copy and half the bytes already queued, so a short
+// message takes a small chunk (the echo case: a few bytes queued for one
+// iteration), a queue that grows takes bigger ones (a send SQE then moves
+// up to outBigChunk bytes), and the capacity a queue holds stays within
+// 1.5x its queued bytes plus one chunk.
+var outClasses = [...]int{2 << 10, 16 << 10}
+
+const (
+	outBigChunk = 16 << 10
+	// outPoolBytes caps the free chunks a loop keeps for reuse; chunks
+	// released past it are dropped for the GC to reclaim.
+	outPoolBytes = 2 << 20
+)
+
+// chunkPool is a loop's free chunks, by size class (loop-owned).
+type chunkPool struct {
+	free  [len(outClasses)][][]byte
+	bytes int // capacity held in the free lists
+}
+
+// chunkClass returns the index of the smallest class of at least want
+// bytes (the biggest class when none is).
+func chunkClass(want int) int {
+	for i, c := range outClasses {
+		if want <= c {
+			return i
+		}
+	}
+	return len(outClasses) - 1
+}
+
+func (p *chunkPool) get(class int) []byte {
+	list := &p.free[class]
+	if n := len(*list); n > 0 {
+		b := (*list)[n-1]
+		(*list)[n-1] = nil
+		*list = (*list)[:n-1]
+		p.bytes -= cap(b)
+		return b[:0]
+	}
+	return make([]byte, 0, outClasses[class])
+}
+
+func (p *chunkPool) put(b []byte) {
+	if p.bytes+cap(b) > outPoolBytes {
+		return // dropped: the GC returns it
+	}
+	p.bytes += cap(b)
+	class := chunkClass(cap(b))
+	p.free[class] = append(p.free[class], b[:0])
+}
+
+// write copies p to the tail (taking chunks from l's pool).
+func (q *outQueue) write(l *loop, p []byte) {
+	q.n += len(p) // (q.n-len(p) below: the bytes queued before p)
+	for len(p) > 0 {
+		if k := len(q.chunks); k > 0 {
+			t := q.chunks[k-1]
+			if free := cap(t) - len(t); free > 0 {
+				m := copy(t[len(t):cap(t)], p)
+				q.chunks[k-1] = t[:len(t)+m]
+				p = p[m:]
+				continue
+			}
+		}
+		c := l.chunks.get(chunkClass(max(len(p), (q.n-len(p))/2)))
+		q.chunks = append(q.chunks, c)
+		q.held += cap(c)
+		l.budgetAdd(cap(c))
+	}
+}
+
+// next returns the bytes to submit in the next send (the unsent part of
+// the head chunk) and marks them in flight; nil when nothing is queued.
+func (q *outQueue) next() []byte {
+	if q.n == 0 || len(q.chunks) == 0 {
+		return nil
+	}
+	b := q.chunks[0][q.head:]
+	q.inflight = len(b)
+	return b
+}
+
+// pending reports bytes queued that no send in flight covers.
+func (q *outQueue) pending() int { return q.n - q.inflight }
+
+// sent records that the send in flight took m bytes (its CQE came); it
+// frees the head chunk once all of it is sent. It returns true when part
+// of the bytes in flight was not sent (a short send: submit next again).
+func (q *outQueue) sent(l *loop, m int) bool {
+	q.head += m
+	q.n -= m
+	q.inflight -= m
+	short := q.inflight > 0
+	q.inflight = 0
+	if len(q.chunks) > 0 && q.head == len(q.chunks[0]) && (len(q.chunks) > 1 || q.n == 0) {
+		q.popHead(l)
+	}
+	return short
+}
+
+func (q *outQueue) popHead(l *loop) {
+	c := q.chunks[0]
+	k := copy(q.chunks, q.chunks[1:])
+	q.chunks[k] = nil
+	q.chunks = q.chunks[:k]
+	q.head = 0
+	q.held -= cap(c)
+	l.budgetAdd(-cap(c))
+	l.chunks.put(c)
+	if k == 0 && cap(q.chunks) > 2 {
+		q.chunks = nil // a queue that was long: its header array goes too
+	}
+}
+
+// discard drops the queued bytes (the connection failed). The head chunk
+// stays while a send covers it (the kernel reads it until the CQE); the
+// caller calls release after that CQE.
+func (q *outQueue) discard(l *loop, sendArmed bool) {
+	keep := 0
+	if sendArmed && len(q.chunks) > 0 {
+		keep = 1
+	}
+	for len(q.chunks) > keep {
+		k := len(q.chunks) - 1
+		c := q.chunks[k]
+		q.chunks[k] = nil
+		q.chunks = q.chunks[:k]
+		q.held -= cap(c)
+		l.budgetAdd(-cap(c))
+		l.chunks.put(c)
+	}
+	if keep == 1 {
+		q.n = q.inflight
+		return
+	}
+	q.head, q.n, q.inflight = 0, 0, 0
+	if cap(q.chunks) > 2 {
+		q.chunks = nil
+	}
+}
+
+// release returns every chunk (no send in flight).
+func (q *outQueue) release(l *loop) {
+	q.discard(l, false)
+}
