@@ -24,9 +24,9 @@ type CallbackConn struct {
 	sendOp    op
 	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
-	paused    bool // over the memory budget (budget.go): not reading
-	active    bool // read or write progress since the last idle sweep (idle.go)
-	idleTicks uint8
+	paused    bool  // over the memory budget (budget.go): not reading
+	active    bool  // read or write progress since the last idle sweep (idle.go)
+	idleSeen  int64 // unix ns of the idle sweep that last found progress
 	closing   bool
 	finalized bool
 	closeErr  error

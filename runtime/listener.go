@@ -21,8 +21,8 @@ const sqeAsync = netpoll.SQEAsync
 type listener struct {
 	fd     *netFD
 	rt     *Runtime
-	active atomic.Int64 // open connections accepted here (MaxConns)
-	opts   *listenOpts  // from a ListenConfig (listenconfig.go); nil: defaults
+	active *atomic.Int64 // open connections accepted here (MaxConns); shared by a ReusePort group
+	opts   *listenOpts   // from a ListenConfig (listenconfig.go); nil: defaults
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool
@@ -83,7 +83,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 // a connection whose peer reset it before it was accepted, so that it has
 // no address any more, is closed unseen). False when MaxConns rejected it.
 func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bool) {
-	if max := ln.rt.cfg.MaxConns; max > 0 && ln.active.Load() >= int64(max) {
+	if !ln.reserveConn() { // listenconfig.go: MaxConns, exact across a ReusePort group's loops
 		unix.Close(fd)
 		ln.rt.loops[0].stats.rejected.Add(1)
 		return nil, false
@@ -91,11 +91,11 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 	if rsa == nil {
 		var err error
 		if rsa, err = unix.Getpeername(fd); err != nil {
+			ln.active.Add(-1)
 			unix.Close(fd)
 			return nil, false
 		}
 	}
-	ln.active.Add(1)
 	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
 	l := ln.connLoop()
 	var n *netFD
