@@ -33,10 +33,11 @@ image:
 container-test: image
 	IMAGE=$(IMAGE) scripts/container-test.sh
 
-# deploy/k8s reads copies of the seccomp profile and the dashboard
-# (kustomize loads no file outside its directory); refresh them.
+# deploy/k8s reads a copy of the dashboard and the seccomp profile
+# flattened to the OCI format for amd64 nodes (kustomize loads no file
+# outside its directory); regenerate them.
 k8s-files:
-	cp deploy/seccomp-io_uring.json deploy/grafana/uringrt.json deploy/k8s/files/
+	cd deploy/k8s && go test -count=1 -run TestFilesInSync . -update
 
 # The Kubernetes base: strict decode into k8s.io/api types (own module).
 k8s-test:

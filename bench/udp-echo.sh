@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# UDP echo: uringrt's echo-server -network udp (a PacketConn) against Go's
-# net (bench/cmd/std-udp-echo), side by side in alternating rounds
-# (A B A B ...), each server pinned to CPU 0 with GOMAXPROCS=1 and the same
+# UDP echo: uringrt's echo-server -network udp (a PacketConn; uringrt-ms:
+# with -udp-multishot) against Go's net (bench/cmd/std-udp-echo), side by
+# side in alternating rounds (A B C A B C ...), each server pinned to CPU 0 with GOMAXPROCS=1 and the same
 # client (echo-client -network udp -engine net, Go's net) pinned to CPU 1.
 # Prints every run and the medians and ratio of tps and server CPU/message.
 #
-#   bench/udp-echo.sh                  # ROUNDS=5 C=50 S=64 DUR=5s WARM=1s PORT=17390
+#   bench/udp-echo.sh    # ROUNDS=5 C=50 S=64 DUR=5s WARM=1s PORT=17390 SERVERS="std uringrt uringrt-ms"
 #
 # Every run is bounded (the client stops itself); each server is stopped by
 # its own PID.
@@ -17,6 +17,7 @@ S=${S:-64}
 DUR=${DUR:-5s}
 WARM=${WARM:-1s}
 PORT=${PORT:-17390}
+SERVERS=${SERVERS:-std uringrt uringrt-ms}
 MPORT=$((PORT + 1))
 WORK=${WORK:-$(mktemp -d /tmp/udp-echo.XXXXXX)}
 mkdir -p "$WORK/bin"
@@ -27,6 +28,8 @@ run_one() { # server-name -> "tps server_cpu_ns_per_msg"
 	local name=$1 pid
 	case $name in
 	uringrt) GOMAXPROCS=1 taskset -c 0 "$WORK/bin/echo-server" -network udp -addr 127.0.0.1:$PORT -loops 1 -metrics-addr 127.0.0.1:$MPORT 2>"$WORK/$name.log" &
+		pid=$! ;;
+	uringrt-ms) GOMAXPROCS=1 taskset -c 0 "$WORK/bin/echo-server" -network udp -udp-multishot -addr 127.0.0.1:$PORT -loops 1 -metrics-addr 127.0.0.1:$MPORT 2>"$WORK/$name.log" &
 		pid=$! ;;
 	std) GOMAXPROCS=1 taskset -c 0 "$WORK/bin/std-udp-echo" -addr 127.0.0.1:$PORT 2>"$WORK/$name.log" &
 		pid=$! ;;
@@ -43,16 +46,17 @@ run_one() { # server-name -> "tps server_cpu_ns_per_msg"
 
 : >"$WORK/runs.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
-	run_one std
-	run_one uringrt
+	for s in $SERVERS; do run_one "$s"; done
 done
-awk '
+awk -v servers="$SERVERS" '
 function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 { s = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "tps") tps[s, ++nt[s]] = kv[2]; if (kv[1] == "server_cpu_ns_per_msg") cpu[s, ++nc[s]] = kv[2]; if (kv[1] == "errors") err[s] += kv[2] } }
 END {
-	for (k = 1; k <= 2; k++) { s = k == 1 ? "std" : "uringrt"; delete a; for (i = 1; i <= nt[s]; i++) a[i] = tps[s, i]; mt[s] = median(a, nt[s]); delete a; for (i = 1; i <= nc[s]; i++) a[i] = cpu[s, i]; mc[s] = median(a, nc[s])
+	ns = split(servers, list, " ")
+	for (k = 1; k <= ns; k++) { s = list[k]; delete a; for (i = 1; i <= nt[s]; i++) a[i] = tps[s, i]; mt[s] = median(a, nt[s]); delete a; for (i = 1; i <= nc[s]; i++) a[i] = cpu[s, i]; mc[s] = median(a, nc[s])
 		printf "%-8s median tps=%d server_cpu_ns_per_msg=%d runs=%d errors=%d\n", s, mt[s], mc[s], nt[s], err[s] }
-	if (mt["std"] > 0 && mc["uringrt"] > 0) printf "ratio uringrt/std: tps %.2fx, server CPU per message %.2fx\n", mt["uringrt"] / mt["std"], mc["uringrt"] / mc["std"]
+	for (k = 1; k <= ns; k++) { s = list[k]; if (s != "std" && mt["std"] > 0 && mc["std"] > 0)
+		printf "ratio %s/std: tps %.2fx, server CPU per message %.2fx\n", s, mt[s] / mt["std"], mc[s] / mc["std"] }
 }' "$WORK/runs.txt"
 echo "runs and logs: $WORK" >&2

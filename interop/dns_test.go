@@ -17,10 +17,11 @@ import (
 )
 
 // newRuntime starts a uringrt runtime on io_uring (no fallback: these tests
-// prove the ring path) that the test closes.
-func newRuntime(t *testing.T) *uringrt.Runtime {
+// prove the ring path) that the test closes; multishot selects
+// Config.UDPRecvMultishot.
+func newRuntime(t *testing.T, multishot bool) *uringrt.Runtime {
 	t.Helper()
-	rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: 2})
+	rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: 2, UDPRecvMultishot: multishot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +89,16 @@ func dnsServer(t *testing.T, rt *uringrt.Runtime) string {
 }
 
 // TestDNSServerMiekgClient: miekg/dns's own client queries the server,
-// sequentially and 200 queries from 8 goroutines, each answer checked.
+// sequentially and 200 queries from 8 goroutines, each answer checked; on
+// both receive paths (nonblock recvmsg, multishot recvmsg).
 func TestDNSServerMiekgClient(t *testing.T) {
-	addr := dnsServer(t, newRuntime(t))
+	for _, multishot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multishot=%v", multishot), func(t *testing.T) { testDNSMiekgClient(t, multishot) })
+	}
+}
+
+func testDNSMiekgClient(t *testing.T, multishot bool) {
+	addr := dnsServer(t, newRuntime(t, multishot))
 	c := &dns.Client{Net: "udp", Timeout: 5 * time.Second}
 	query := func(name string, qtype uint16) (*dns.Msg, error) {
 		m := new(dns.Msg)
@@ -160,7 +168,7 @@ func TestDNSServerDig(t *testing.T) {
 		}
 		t.Skip("dig not found (apt-get install dnsutils); set URINGRT_REQUIRE_DIG=1 to fail instead")
 	}
-	addr := dnsServer(t, newRuntime(t))
+	addr := dnsServer(t, newRuntime(t, false))
 	host, port, _ := net.SplitHostPort(addr)
 	for _, c := range []struct{ name, qtype, want string }{
 		{"www.uringrt.test", "A", "192.0.2.1"},

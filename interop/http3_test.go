@@ -80,16 +80,22 @@ const bigBody = 10 << 20 // 10 MiB
 // TestHTTP3OnPacketConn: an http3.Server serves on a uringrt PacketConn; a
 // quic-go http3 client fetches a 10 MiB body and checks it byte for byte.
 // The client runs on Go's net and, in a second case, on a uringrt
-// PacketConn too. quic-go must take its OOB path on the uringrt socket:
-// the server's connection reports GSO in use.
+// PacketConn too, and in a third case both receive through the multishot
+// recvmsg (Config.UDPRecvMultishot; quic-go then reads through
+// PacketConn.ReadBatch). quic-go must take its OOB path on the uringrt
+// socket: the server's connection reports GSO in use.
 func TestHTTP3OnPacketConn(t *testing.T) {
-	for _, clientOnURing := range []bool{false, true} {
-		name := "client=std"
-		if clientOnURing {
-			name = "client=uringrt"
-		}
-		t.Run(name, func(t *testing.T) {
-			rt := newRuntime(t)
+	for _, c := range []struct {
+		name                     string
+		clientOnURing, multishot bool
+	}{
+		{"client=std", false, false},
+		{"client=uringrt", true, false},
+		{"client=uringrt,multishot", true, true},
+	} {
+		clientOnURing := c.clientOnURing
+		t.Run(c.name, func(t *testing.T) {
+			rt := newRuntime(t, c.multishot)
 			srvTLS, cliTLS := testTLS(t)
 			big := body(bigBody)
 			want := sha256.Sum256(big)

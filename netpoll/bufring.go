@@ -26,14 +26,32 @@ type BufRing struct {
 	mem     []byte // ring of struct io_uring_buf
 	bufs    []byte // entries*size bytes
 	tail    *uint16
-	local   uint16 // tail not yet published
+	local   uint16   // tail not yet published
+	inc     bool     // IOU_PBUF_RING_INC: buffers consumed incrementally
+	off     []uint32 // inc: bytes of each buffer already delivered
 }
+
+// BufRingIncremental asks RegisterBufRingFlags for a ring whose buffers the
+// kernel consumes incrementally (IOU_PBUF_RING_INC, Linux 6.12+): a recv
+// takes only the bytes it needs from the head buffer, the next recv (of any
+// socket selecting from the group) continues in the same buffer, and a CQE
+// whose buffer still has room carries CQEFBufMore. Large buffers then cost
+// no more memory for small messages, and a stream fills them whole.
+// A CQE whose buffer the kernel keeps using carries CQEFBufMore: the buffer
+// must not be recycled yet.
+const BufRingIncremental = pbufRingIncrement
 
 // RegisterBufRing creates a buffer ring of count buffers of size bytes each
 // as group bgid and hands every buffer to the kernel. count must be a power
 // of two between 1 and 32768. Errors: EINVAL (ErrUnsupported before 5.19),
 // EEXIST when bgid is taken, ENOMEM.
 func (r *Ring) RegisterBufRing(bgid uint16, count, size uint32) (*BufRing, error) {
+	return r.RegisterBufRingFlags(bgid, count, size, 0)
+}
+
+// RegisterBufRingFlags is RegisterBufRing with registration flags: 0 or
+// BufRingIncremental (EINVAL before Linux 6.12).
+func (r *Ring) RegisterBufRingFlags(bgid uint16, count, size uint32, flags uint16) (*BufRing, error) {
 	if count == 0 || count > 32768 || count&(count-1) != 0 || size == 0 {
 		return nil, &Error{Op: "register PBUF_RING", Err: syscall.EINVAL, Detail: "count must be a power of two in 1..32768 and size > 0"}
 	}
@@ -46,7 +64,7 @@ func (r *Ring) RegisterBufRing(bgid uint16, count, size uint32) (*BufRing, error
 		unix.Munmap(mem)
 		return nil, newError("mmap buffers", err.(syscall.Errno))
 	}
-	reg := bufReg{ringAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), ringEntries: count, bgid: bgid}
+	reg := bufReg{ringAddr: uint64(uintptr(unsafe.Pointer(&mem[0]))), ringEntries: count, bgid: bgid, flags: flags}
 	if _, err := r.register("PBUF_RING", regPbufRing, unsafe.Pointer(&reg), 1); err != nil {
 		unix.Munmap(mem)
 		unix.Munmap(bufs)
@@ -54,6 +72,10 @@ func (r *Ring) RegisterBufRing(bgid uint16, count, size uint32) (*BufRing, error
 	}
 	b := &BufRing{ring: r, bgid: bgid, entries: count, mask: count - 1, size: size, mem: mem, bufs: bufs,
 		tail: (*uint16)(unsafe.Pointer(&mem[14]))}
+	if flags&BufRingIncremental != 0 {
+		b.inc = true
+		b.off = make([]uint32, count)
+	}
 	for i := uint32(0); i < count; i++ {
 		b.Recycle(uint16(i))
 	}
@@ -76,6 +98,31 @@ func (b *BufRing) Count() uint32 { return b.entries }
 func (b *BufRing) Buf(id uint16, n int) []byte {
 	off := int(id) * int(b.size)
 	return b.bufs[off : off+n : off+int(b.size)]
+}
+
+// Incremental reports whether the kernel consumes the buffers
+// incrementally (BufRingIncremental).
+func (b *BufRing) Incremental() bool { return b.inc }
+
+// Take returns the n bytes (n = CQE.Res) that a CQE with buffer id and CQE
+// flags cqeFlags delivered, and whether the kernel is done with the buffer
+// (recycle it once the data is used). In an incremental ring the data
+// starts where the buffer's previous CQE ended, and the buffer stays the
+// kernel's while cqeFlags has CQEFBufMore; otherwise Take is Buf and done
+// is always true. The slice is valid until the buffer is recycled.
+func (b *BufRing) Take(id uint16, n int, cqeFlags uint32) (data []byte, done bool) {
+	if !b.inc {
+		return b.Buf(id, n), true
+	}
+	start := int(id)*int(b.size) + int(b.off[id])
+	end := start + n
+	if cqeFlags&CQEFBufMore != 0 {
+		b.off[id] += uint32(n)
+	} else {
+		b.off[id] = 0
+		done = true
+	}
+	return b.bufs[start:end:end], done
 }
 
 // Recycle queues buffer id to be handed back to the kernel; it becomes

@@ -157,6 +157,20 @@ func (s *SQE) PrepRecvmsg(fd int, msg unsafe.Pointer, flags uint32) {
 	s.OpFlags = flags
 }
 
+// PrepRecvmsgMultishot prepares a multishot IORING_OP_RECVMSG with buffer
+// select from group bgid (6.0+): one CQE per datagram while
+// IORING_CQE_F_MORE is set. msg is a template read at submission: its
+// msg_namelen and msg_controllen reserve that much room in each buffer,
+// which then holds struct io_uring_recvmsg_out (16 bytes: namelen,
+// controllen, payloadlen, flags), the name, the control messages and the
+// payload; CQE.Res is the bytes used. It stops (no F_MORE) on error or with
+// ENOBUFS when the group runs dry; re-arm then.
+func (s *SQE) PrepRecvmsgMultishot(fd int, msg unsafe.Pointer, bgid uint16, flags uint32) {
+	s.PrepRecvmsg(fd, msg, flags)
+	s.SetBufGroup(bgid)
+	s.IOPrio |= recvMultishot
+}
+
 // PrepSendmsg prepares IORING_OP_SENDMSG (5.3+) with a struct msghdr.
 func (s *SQE) PrepSendmsg(fd int, msg unsafe.Pointer, flags uint32) {
 	s.prep(OpSendmsg, fd, msg, 1, 0)

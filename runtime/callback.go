@@ -265,8 +265,9 @@ func (c *CallbackConn) onRecv(o *op) {
 	case res > 0:
 		var data []byte
 		id, hasBuf := o.bufferID()
+		recycle := hasBuf
 		if hasBuf {
-			data = l.bufRing.Buf(id, int(res))
+			data, recycle = l.bufRing.Take(id, int(res), o.flags)
 		} else {
 			data = c.ownBuf[:res]
 		}
@@ -275,7 +276,7 @@ func (c *CallbackConn) onRecv(o *op) {
 		if !c.closing {
 			c.deliver(data)
 		}
-		if hasBuf {
+		if recycle {
 			l.bufRing.Recycle(id)
 		}
 	case res == 0:

@@ -120,6 +120,11 @@ const (
 	// DefaultMaxBufferedBytes caps all callback queues of a runtime
 	// together (Config.MaxBufferedBytes), in bytes.
 	DefaultMaxBufferedBytes = 256 << 20
+	// With incrementally consumed buffers (Linux 6.12+) the defaults are
+	// fewer, larger buffers, the same 4 MiB per loop: a recv of a stream
+	// takes up to 32 KiB in one CQE, and small messages share a buffer.
+	DefaultIncBufferSize = 32 << 10 // bytes per provided buffer
+	DefaultIncBuffers    = 128      // provided buffers per loop
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
@@ -186,6 +191,15 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
+	// UDPRecvMultishot makes each PacketConn receive through one multishot
+	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
+	// of 66 KiB, mapped lazily; needs Linux 6.0+, else the default path is
+	// used): datagrams arrive with their CQEs and a read copies one out
+	// with no system call. Default false: reads are nonblock recvmsg(2)
+	// tries, parking on the loop's poll on EAGAIN. With it, reading through
+	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)
+	// is unsupported, since the ring takes the datagrams.
+	UDPRecvMultishot bool
 
 	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
 	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
@@ -235,6 +249,12 @@ type Config struct {
 	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
 	DisableFixedFiles bool
 	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
-	// (a power of two) buffers of BufferSize bytes. 0 means the defaults.
+	// (a power of two) buffers of BufferSize bytes. 0 means the defaults:
+	// DefaultIncBuffers x DefaultIncBufferSize when the ring's buffers are
+	// consumed incrementally, else DefaultBuffers x DefaultBufferSize.
 	BufferSize, Buffers int
+	// DisableIncrementalBuffers registers the provided buffer ring without
+	// IOU_PBUF_RING_INC (Linux 6.12+, used by default where the kernel
+	// has it): every recv then takes a whole buffer.
+	DisableIncrementalBuffers bool
 }

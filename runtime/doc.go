@@ -38,6 +38,14 @@
 // loop's ring, so libraries that poll the socket themselves (go-redis's
 // pool health check) work. Listeners have SyscallConn and File too.
 //
+// UDP: ListenPacket, ListenUDP and DialUDP return a *PacketConn, a
+// net.PacketConn with *net.UDPConn's methods (ReadMsgUDP and WriteMsgUDP
+// with control messages for GSO/GRO, SyscallConn, deadlines), so
+// miekg/dns's server and quic-go's HTTP/3 run on it:
+//
+//	pc, err := runtime.ListenPacket("udp", ":5353")
+//	n, from, err := pc.ReadFrom(buf)
+//
 // New starts a runtime of its own (Config: loops, backend, metrics,
 // pollable policy); its Serve runs the callback API, the fastest path. The
 // default runtime behind the package-level functions lives until

@@ -410,3 +410,80 @@ func fullListener(t *testing.T) string {
 	t.Fatal("the accept queue never filled")
 	return ""
 }
+
+// TestPostToExitedLoop: a connection handed to a loop that has already
+// exited (accepted on another loop while the runtime closes) is closed,
+// and an AsyncWrite to a conn of that loop says net.ErrClosed; before, the
+// request sat in the dead loop's queue and the socket stayed open.
+func TestPostToExitedLoop(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2})
+	l := rt.loops[1]
+	l.post(request{kind: reqStop})
+	<-l.done
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	n := newBareNetFD(rt, l, fds[0], unix.AF_UNIX, "unix")
+	n.cb = true
+	rt.track(n)
+	cc := newCallbackConn(n, HandlerFuncs{}, nil)
+	l.post(request{kind: reqRegisterCB, cc: cc})
+	if !n.final.Load() {
+		t.Fatal("a conn posted to an exited loop was left open")
+	}
+	if _, err := cc.AsyncWrite([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("AsyncWrite on an exited loop: %v, want net.ErrClosed", err)
+	}
+}
+
+// onLoop runs fn on l and waits for it.
+func onLoop(l *loop, fn func()) {
+	done := make(chan struct{})
+	l.post(request{kind: reqFunc, fn: func() { fn(); close(done) }})
+	<-done
+}
+
+// TestStopClosesConnWithOutputQueued: the runtime stops in the same loop
+// pass in which a callback conn, its read side already ended, queues
+// output and begins closing. Its send is then refused by the stopping
+// loop; that refusal must still close the conn. Before, it was dropped
+// without a word and the socket stayed open (in CLOSE_WAIT: the leak
+// TestNetworkChaosNoCrash saw under CPU load).
+func TestStopClosesConnWithOutputQueued(t *testing.T) {
+	for _, tier := range relCbTiers {
+		if tier.cfg.Backend == BackendStd || tier.blocking {
+			continue
+		}
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			opened := make(chan *CallbackConn, 2)
+			ln := relServeCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }})
+			<-opened // the probe
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cc := <-opened
+			l := cc.l
+			onLoop(l, func() { cc.paused = true; l.cancelOp(&cc.recvOp) })
+			for armed := true; armed; {
+				onLoop(l, func() { armed = cc.recvOp.armed })
+			}
+			// Both in one drain: the conn starts closing with output
+			// queued, then the loop stops before flushing it.
+			l.mu.Lock()
+			l.queue = append(l.queue,
+				request{kind: reqFunc, fn: func() { cc.queue([]byte("x")); cc.closeOnLoop(io.EOF) }},
+				request{kind: reqStop})
+			l.mu.Unlock()
+			l.wake()
+			<-l.done
+			if !cc.fd.final.Load() {
+				t.Fatal("the loop exited and left the conn's socket open")
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -113,4 +114,17 @@ func ExampleNew() {
 		}
 	}
 	// Output: exported uringrt_backend_info
+}
+
+// ExampleProbe checks io_uring before starting anything, as
+// `echo-server -version` does: the features on success, or an error that
+// names why io_uring is unavailable (old kernel, kernel.io_uring_disabled or
+// a seccomp filter) and the fix.
+func ExampleProbe() {
+	f, err := runtime.Probe()
+	if err != nil {
+		fmt.Println("io_uring unavailable:", errors.Is(err, runtime.ErrNoIOUring))
+		return
+	}
+	fmt.Println("ring setup flags probed:", f.SetupFlags != 0 || f.Kernel != "")
 }

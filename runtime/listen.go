@@ -78,6 +78,9 @@ func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string)
 	// dialAddrs (with the address in the error, as Go's net words it):
 	// resolving an IP literal or connecting a unix socket never blocks, so
 	// nothing else would notice it.
+	if isUDP(network) {
+		return rt.dialUDPContext(ctx, d, network, address) // udp_options.go: a *PacketConn
+	}
 	if rt.backend == BackendStd {
 		c, err := d.std().DialContext(ctx, network, address)
 		if err != nil {
@@ -128,6 +131,9 @@ func (rt *Runtime) resolve(ctx context.Context, network, address string) ([]net.
 func (rt *Runtime) dialAddrs(ctx context.Context, d *Dialer, network string, addrs []net.Addr, start bool) (*Conn, error) {
 	var first error
 	for _, a := range addrs {
+		// Checked before each address, as Go's net does: resolving an IP
+		// literal or connecting a unix socket never blocks, so nothing
+		// later would notice a context cancelled before the call.
 		if err := ctx.Err(); err != nil {
 			return nil, &net.OpError{Op: "dial", Net: network, Addr: a, Err: mapCtxErr(err)}
 		}
@@ -287,9 +293,6 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 		cc := &CallbackConn{std: c, h: h}
 		go rt.runStdCallback(cc)
 		return cc, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: mapCtxErr(err)}
 	}
 	addrs, err := rt.resolve(ctx, network, address)
 	if err != nil {

@@ -60,7 +60,7 @@ type loop struct {
 	idle   loopIdle   // idle.go
 
 	stats loopStats
-	udp   udpStats // PacketConn counters (udp_metrics.go)
+	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	done  chan struct{}
 }
@@ -109,7 +109,7 @@ func (l *loop) setup() error {
 		}
 	}
 	if l.rt.useBufRing {
-		br, err := ring.RegisterBufRing(0, uint32(cfg.Buffers), uint32(cfg.BufferSize))
+		br, err := registerBufRing(ring, cfg)
 		if err != nil {
 			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
 		} else {
@@ -489,8 +489,16 @@ func (l *loop) arm(o *op) {
 		return
 	}
 	if (o.expired != nil && o.expired.Load()) || (o.nfd != nil && o.nfd.closing.Load()) || l.stopping && o.kind != opWake {
+		// Completed as if its CQE said ECANCELED, so that its owner
+		// learns it (a callback conn's send while the loop stops: before,
+		// nothing ran and the conn was never closed, left in CLOSE_WAIT).
 		o.res, o.flags = -int32(syscall.ECANCELED), 0
-		l.finish(o)
+		switch o.kind {
+		case opAcceptCB, opTimer:
+			// stopServe ends these; re-arming here would recurse.
+		default:
+			l.complete(o)
+		}
 		return
 	}
 	sqe := l.getSQE()
@@ -514,6 +522,8 @@ func (l *loop) arm(o *op) {
 		}
 	case opTimer:
 		sqe.PrepTimeout(&o.ts, 0, false)
+	case opUDPRecv:
+		o.ur.prep(sqe)
 	}
 	sqe.Flags |= o.sqeFlags
 	if o.nfd != nil {
@@ -704,6 +714,8 @@ func (l *loop) complete(o *op) {
 		o.ln.onAccept(l, o)
 	case opTimer:
 		o.ln.onTimer(l, o)
+	case opUDPRecv:
+		o.ur.onCQE(l, o)
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	opCBSend                     // send of a callback conn's queued output
 	opAcceptCB                   // multishot accept for Serve
 	opTimer                      // accept back-off timer
+	opUDPRecv                    // multishot recvmsg of a PacketConn (udp_multishot.go)
 )
 
 // op is one request the loop has (or will have) in flight. The lifecycle
@@ -47,6 +48,7 @@ type op struct {
 	nfd      *netFD        // opPollIn/opPollOut/opRecv/opSend
 	cc       *CallbackConn // opCBRecv/opCBSend
 	ln       *listener     // opAcceptCB
+	ur       *udpRing      // opUDPRecv
 	done     chan struct{}
 	expired  *atomic.Bool     // deadline passed: complete with ECANCELED instead of arming
 	ts       netpoll.Timespec // opTimer's timespec

@@ -551,31 +551,48 @@ func TestDialCanceledLikeStd(t *testing.T) {
 		name string
 		ctx  context.Context
 	}{{"canceled", cancelled}, {"expired", expired}}
+	unixPath := t.TempDir() + "/s.sock"
+	uln, err := net.Listen("unix", unixPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	targets := []struct{ network, addr string }{{"tcp", addr}, {"unix", unixPath}}
 	for _, tier := range optTiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
 			for _, cc := range ctxs {
-				var nd net.Dialer
-				_, want := nd.DialContext(cc.ctx, "tcp", addr)
-				c, got := (&Dialer{Runtime: rt}).DialContext(cc.ctx, "tcp", addr)
-				if got == nil {
-					c.Close()
-					t.Fatalf("%s: dial succeeded; Go's net: %v", cc.name, want)
-				}
-				if got.Error() != want.Error() {
-					t.Errorf("%s: %q, Go's net: %q", cc.name, got, want)
-				}
-				if errors.Is(got, context.Canceled) != errors.Is(want, context.Canceled) ||
-					errors.Is(got, os.ErrDeadlineExceeded) != errors.Is(want, os.ErrDeadlineExceeded) ||
-					errors.Is(got, context.DeadlineExceeded) != errors.Is(want, context.DeadlineExceeded) {
-					t.Errorf("%s: errors.Is differs from Go's net: %v", cc.name, got)
-				}
-				var ne net.Error
-				if errors.As(got, &ne) != errors.As(want, new(net.Error)) || ne != nil && ne.Timeout() != want.(net.Error).Timeout() {
-					t.Errorf("%s: Timeout differs from Go's net: %v", cc.name, got)
+				for _, tg := range targets {
+					checkDialErrLikeStd(t, rt, cc.name, cc.ctx, tg.network, tg.addr)
 				}
 			}
 		})
+	}
+}
+
+// checkDialErrLikeStd dials network/addr with ctx through rt and through
+// Go's net and compares the errors' text and classification.
+func checkDialErrLikeStd(t *testing.T, rt *Runtime, name string, ctx context.Context, network, addr string) {
+	t.Helper()
+	name += "/" + network
+	var nd net.Dialer
+	_, want := nd.DialContext(ctx, network, addr)
+	c, got := (&Dialer{Runtime: rt}).DialContext(ctx, network, addr)
+	if got == nil {
+		c.Close()
+		t.Fatalf("%s: dial succeeded; Go's net: %v", name, want)
+	}
+	if got.Error() != want.Error() {
+		t.Errorf("%s: %q, Go's net: %q", name, got, want)
+	}
+	if errors.Is(got, context.Canceled) != errors.Is(want, context.Canceled) ||
+		errors.Is(got, os.ErrDeadlineExceeded) != errors.Is(want, os.ErrDeadlineExceeded) ||
+		errors.Is(got, context.DeadlineExceeded) != errors.Is(want, context.DeadlineExceeded) {
+		t.Errorf("%s: errors.Is differs from Go's net: %v", name, got)
+	}
+	var ne net.Error
+	if errors.As(got, &ne) != errors.As(want, new(net.Error)) || ne != nil && ne.Timeout() != want.(net.Error).Timeout() {
+		t.Errorf("%s: Timeout differs from Go's net: %v", name, got)
 	}
 }
 
@@ -829,4 +846,67 @@ func TestReusePortShutdown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDialerFallbackRace: for "tcp" with IPv6 and IPv4 addresses, the
+// second family starts after FallbackDelay while the first is still
+// connecting (Happy Eyeballs, as net.Dialer), and the first is cancelled
+// once the second wins; with FallbackDelay < 0 the addresses are tried in
+// order only.
+func TestDialerFallbackRace(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	ln, err := rt.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	addrs := []net.Addr{&net.TCPAddr{IP: net.IPv6loopback, Port: port}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+	// The IPv6 attempt hangs in Control until its context ends, as a
+	// connect to an unreachable address would.
+	v6Cancelled := make(chan struct{}, 1)
+	hang := func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if network == "tcp6" {
+			<-ctx.Done()
+			v6Cancelled <- struct{}{}
+			return ctx.Err()
+		}
+		return nil
+	}
+
+	d := &Dialer{Runtime: rt, FallbackDelay: 20 * time.Millisecond, ControlContext: hang}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rt.dialRace(ctx, d, "tcp", addrs)
+	if err != nil {
+		t.Fatalf("racing dial: %v", err)
+	}
+	if ip := c.RemoteAddr().(*net.TCPAddr).IP; ip.To4() == nil {
+		t.Errorf("connected to %v, want the IPv4 fallback", c.RemoteAddr())
+	}
+	c.Close()
+	select {
+	case <-v6Cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the losing IPv6 attempt was not cancelled")
+	}
+
+	// Serial: the IPv4 address is never reached before the context ends.
+	serial := &Dialer{Runtime: rt, FallbackDelay: -1, ControlContext: hang}
+	sctx, scancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer scancel()
+	if c, err := rt.dialRace(sctx, serial, "tcp", addrs); err == nil {
+		c.Close()
+		t.Error("serial dial reached the IPv4 address past a hanging IPv6 one")
+	}
+	<-v6Cancelled
 }

@@ -407,10 +407,13 @@ func TestCallbackBackpressure(t *testing.T) {
 			// What may sit in the queue: the cap, plus the data of recv CQEs
 			// already posted when the loop cancelled the recv (one buffer
 			// for single-shot recv; for multishot, those in the batch).
-			bufSize := rt.Config().BufferSize
+			bufSize, bufs := rt.Config().BufferSize, rt.Config().Buffers
+			if br := rt.loops[0].bufRing; br != nil {
+				bufSize, bufs = int(br.Size()), int(br.Count()) // incremental rings: fewer, larger buffers
+			}
 			limit := int64(maxWB + bufSize)
 			if !cfg.DisableMultishot && !cfg.DisableBufRing {
-				limit = int64(maxWB + rt.Config().Buffers*bufSize)
+				limit = int64(maxWB + bufs*bufSize)
 			}
 			t.Logf("stalled after %d bytes written; max queued %d (cap %d, limit %d)", last, maxQueued.Load(), maxWB, limit)
 			if !paused.Load() {

@@ -95,9 +95,7 @@ func (c *Conn) zeroCopyFrom(r io.Reader) (written int64, err error, handled bool
 			return 0, nil, true
 		}
 	}
-	if src, ok := rawEndOf(r); ok && src == rawEnd(c.fd) {
-		return 0, nil, false // a socket to itself: see spliceTo
-	} else if ok {
+	if src, ok := rawEndOf(r); ok {
 		if remain == 0 {
 			remain = 1<<63 - 1
 		}
@@ -117,11 +115,7 @@ func (c *Conn) spliceTo(w io.Writer) (written int64, err error, handled bool) {
 		return 0, nil, false
 	}
 	dst, ok := rawEndOf(w)
-	if !ok || dst == rawEnd(c.fd) {
-		// io.Copy(c, c), an echo, gains nothing from a pipe between a
-		// socket and itself and would hold two more descriptors per
-		// connection for its whole life (10,000 echoing connections ran
-		// out of descriptors: TestTenThousandConns/netconn).
+	if !ok {
 		return 0, nil, false
 	}
 	written, handled, err = spliceCopy(dst, c.fd, 1<<63-1)
@@ -159,6 +153,7 @@ func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, 
 	fd.wmu.Lock()
 	defer fd.wmu.Unlock()
 	var serr syscall.Errno
+	waited := false
 	err = fd.rawWrite(func(dst int) rawResult {
 		chunk := int64(maxSendfileChunk)
 		if remain > 0 {
@@ -181,6 +176,7 @@ func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, 
 			if done {
 				return rawDone
 			}
+			waited = true
 			return rawWait
 		case syscall.EINTR:
 			return rawMore
@@ -188,7 +184,7 @@ func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, 
 		serr = e
 		return rawDone
 	})
-	fd.l.countWrite(int(written), true)
+	fd.l.countWrite(int(written), waited)
 	if err != nil {
 		return written, err, true
 	}
@@ -221,8 +217,8 @@ type rawEnd interface {
 	rawWrite(f func(sysfd int) rawResult) error
 	lockRead() func()
 	lockWrite() func()
-	doneRead(n int64, polled bool)  // count n bytes read; polled: after a wait
-	doneWrite(n int64, polled bool) // count n bytes written; polled: after a wait
+	doneRead(n int64, waited bool)
+	doneWrite(n int64, waited bool)
 }
 
 // rawCapable reports whether fd waits for readiness the hybrid way (a
@@ -297,18 +293,20 @@ func (fd *netFD) lockWrite() func() {
 	return fd.wmu.Unlock
 }
 
-func (fd *netFD) doneRead(n int64, polled bool) {
-	if n > 0 {
-		fd.touch() // progress, for Config.IdleTimeout
-	}
-	fd.l.countRead(int(n), polled)
-}
-
-func (fd *netFD) doneWrite(n int64, polled bool) {
+// doneRead and doneWrite count one chunk moved, as one Read or Write
+// (waited: it needed a poll arm), and mark progress for Config.IdleTimeout.
+func (fd *netFD) doneRead(n int64, waited bool) {
 	if n > 0 {
 		fd.touch()
 	}
-	fd.l.countWrite(int(n), polled)
+	fd.l.countRead(int(n), waited)
+}
+
+func (fd *netFD) doneWrite(n int64, waited bool) {
+	if n > 0 {
+		fd.touch()
+	}
+	fd.l.countWrite(int(n), waited)
 }
 
 // stdEnd is a *net.TCPConn or stream *net.UnixConn of Go's net as a splice
@@ -372,84 +370,163 @@ func rawEndOf(v any) (rawEnd, bool) {
 	return nil, false
 }
 
-// spliceCopy moves up to remain bytes from src to dst through a pipe:
-// splice(2) src -> pipe (at most 1 MiB), then pipe -> dst until the pipe is
-// empty, until src reads EOF. handled is false when nothing could be done
-// (no pipe, or the kernel refuses to splice from src: EINVAL).
+// spliceCopy moves up to remain bytes from src to dst, until src reads
+// EOF. It starts as a copy through a 32 KiB buffer (recv, then send: what a
+// request/response stream needs, with no pipe held while it idles); a recv
+// that fills the buffer means bulk data, and the copy switches to splice(2)
+// through a pipe (src -> pipe, at most 1 MiB, then pipe -> dst until the
+// pipe is empty), moving the bytes without copying them to user space. The
+// pipe is closed again as soon as src has nothing to read, so an idle
+// io.Copy(c, c) holds no descriptor beyond its sockets. handled is always
+// true: both ends are stream sockets, which every kernel can copy.
 func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return 0, false, nil
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, maxSpliceSize) // best effort; a smaller pipe takes less per splice
 	unlockR := src.lockRead()
 	defer unlockR()
 	unlockW := dst.lockWrite()
 	defer unlockW()
-	// Bytes are counted per chunk as they move, not at the end: a copy
-	// between long-lived connections (io.Copy(c, c) echoes) may last for
-	// the connections' whole life.
+	p := [2]int{-1, -1}
+	closePipe := func() {
+		if p[0] >= 0 {
+			unix.Close(p[0])
+			unix.Close(p[1])
+			p = [2]int{-1, -1}
+		}
+	}
+	defer closePipe()
+	var buf []byte
 	for remain > 0 {
-		max := int(min(remain, maxSpliceSize))
-		var inPipe int
-		var serr syscall.Errno
-		rdWaited, wrWaited := false, false
-		err = src.rawRead(func(fd int) rawResult {
-			n, e := rawSplice(fd, p[1], max)
-			switch e {
-			case syscall.EINTR:
-				return rawMore
-			case syscall.EAGAIN:
-				rdWaited = true
-				return rawWait
+		if p[0] < 0 {
+			if buf == nil {
+				buf = make([]byte, spliceBufSize)
 			}
-			inPipe, serr = n, e
-			return rawDone
-		})
-		if err == nil && serr != 0 {
-			if serr == syscall.EINVAL && !handled {
-				return 0, false, nil // src cannot be spliced: nothing consumed
+			b := buf[:min(int64(len(buf)), remain)]
+			n, err := copyChunk(dst, src, b)
+			written += int64(n)
+			remain -= int64(n)
+			if err != nil || n == 0 {
+				return written, true, err
 			}
-			err = sysError("splice", serr)
+			if n == len(buf) && unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK) == nil {
+				unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, maxSpliceSize) // best effort; a smaller pipe takes less per splice
+			}
+			continue
 		}
-		handled = true
-		if err != nil || inPipe == 0 {
-			return written, true, err
-		}
-		src.doneRead(int64(inPipe), rdWaited)
-		before := written
-		err = dst.rawWrite(func(fd int) rawResult {
-			n, e := rawSplice(p[0], fd, inPipe)
-			if n > 0 {
-				inPipe -= n
-				written += int64(n)
-				remain -= int64(n)
-			}
-			switch {
-			case e == syscall.EAGAIN:
-				wrWaited = true
-				return rawWait
-			case e == syscall.EINTR || (e == 0 && n > 0 && inPipe > 0):
-				// A short splice: more of the pipe to move.
-				return rawMore
-			case e != 0:
-				serr = e
-			}
-			return rawDone
-		})
-		dst.doneWrite(written-before, wrWaited)
-		if err == nil && serr != 0 {
-			err = sysError("splice", serr)
-		}
+		n, idle, err := spliceChunk(dst, src, p, int(min(remain, maxSpliceSize)))
+		written += int64(n)
+		remain -= int64(n)
 		if err != nil {
 			// Bytes left in the pipe are lost with it, as with a Write
 			// that fails part way.
 			return written, true, err
 		}
+		if idle {
+			closePipe() // back to the buffer, which waits for src
+			continue
+		}
+		if n == 0 {
+			return written, true, nil // EOF
+		}
 	}
 	return written, true, nil
+}
+
+// spliceBufSize is the buffer of spliceCopy's buffered phase (bytes), as
+// io.Copy's; a recv that fills it switches the copy to splice.
+const spliceBufSize = 32 << 10
+
+// copyChunk receives once into b (waiting for src if it has nothing) and
+// sends all of it to dst. n == 0 with a nil error is src's EOF.
+func copyChunk(dst, src rawEnd, b []byte) (int, error) {
+	var n int
+	var serr syscall.Errno
+	waited := false
+	err := src.rawRead(func(fd int) rawResult {
+		m, e := rawRecv(fd, b)
+		switch e {
+		case syscall.EINTR:
+			return rawMore
+		case syscall.EAGAIN:
+			waited = true
+			return rawWait
+		}
+		n, serr = m, e
+		return rawDone
+	})
+	if err == nil && serr != 0 {
+		err = sysError("read", serr)
+	}
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	src.doneRead(int64(n), waited)
+	sent := 0
+	waited = false
+	err = dst.rawWrite(func(fd int) rawResult {
+		m, e := rawSend(fd, b[sent:n])
+		sent += m
+		switch {
+		case e == syscall.EAGAIN:
+			waited = true
+			return rawWait
+		case e == syscall.EINTR || (e == 0 && sent < n):
+			return rawMore
+		case e != 0:
+			serr = e
+		}
+		return rawDone
+	})
+	dst.doneWrite(int64(sent), waited)
+	if err == nil && serr != 0 {
+		err = sysError("write", serr)
+	}
+	return sent, err
+}
+
+// spliceChunk splices up to max bytes from src into the empty pipe p, then
+// all of them from the pipe to dst. idle reports that src had nothing to
+// read (nothing moved); n == 0 otherwise is src's EOF.
+func spliceChunk(dst, src rawEnd, p [2]int, max int) (n int, idle bool, err error) {
+	var inPipe int
+	var serr syscall.Errno
+	err = src.rawRead(func(fd int) rawResult {
+		m, e := rawSplice(fd, p[1], max)
+		switch e {
+		case syscall.EINTR:
+			return rawMore
+		case syscall.EAGAIN:
+			idle = true
+			return rawDone
+		}
+		inPipe, serr = m, e
+		return rawDone
+	})
+	if err == nil && serr != 0 {
+		err = sysError("splice", serr)
+	}
+	if err != nil || idle || inPipe == 0 {
+		return 0, idle, err
+	}
+	src.doneRead(int64(inPipe), false)
+	waited := false
+	err = dst.rawWrite(func(fd int) rawResult {
+		m, e := rawSplice(p[0], fd, inPipe-n)
+		n += m
+		switch {
+		case e == syscall.EAGAIN:
+			waited = true
+			return rawWait
+		case e == syscall.EINTR || (e == 0 && m > 0 && n < inPipe):
+			return rawMore // a short splice: more of the pipe to move
+		case e != 0:
+			serr = e
+		}
+		return rawDone
+	})
+	dst.doneWrite(int64(n), waited)
+	if err == nil && serr != 0 {
+		err = sysError("splice", serr)
+	}
+	return n, false, err
 }
 
 // rawSplice is one nonblocking splice(2) between a socket and a pipe (both

@@ -484,3 +484,56 @@ func benchFileSize() int64 {
 	}
 	return 1 << 30
 }
+
+// pipeFDs counts this process's open pipe descriptors.
+func pipeFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && len(l) > 5 && l[:5] == "pipe:" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSpliceEchoIdleHoldsNoPipe: io.Copy(c, c) splices a bulk burst
+// through a pipe but closes it once the conn has nothing to read, so idle
+// echo connections cost no descriptors beyond their sockets (10,000 idle
+// io.Copy echoes with a pipe each would need 30,000).
+func TestSpliceEchoIdleHoldsNoPipe(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	before := pipeFDs(t)
+	client, server := pair(t, rt, "tcp")
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(server, server); done <- err }()
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: fills the 32 KiB buffer, so splice
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(msg))
+		io.ReadFull(client, b)
+		got <- b
+	}()
+	if _, err := client.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; !bytes.Equal(b, msg) {
+		t.Fatal("echoed bytes differ")
+	}
+	// The copy now waits for more: no pipe may be left open.
+	deadline := time.Now().Add(10 * time.Second)
+	for pipeFDs(t) > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pipe descriptors open while the echo idles, want %d", pipeFDs(t), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	client.(*Conn).CloseWrite()
+	if err := <-done; err != nil {
+		t.Fatalf("io.Copy(c, c): %v", err)
+	}
+}

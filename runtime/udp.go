@@ -17,15 +17,17 @@ import (
 // RemoteAddr are for a connected socket, from DialUDP), and has
 // *net.UDPConn's ReadFromUDP, WriteToUDP, ReadMsgUDP, WriteMsgUDP (with
 // control messages), their netip.AddrPort forms, SetReadBuffer,
-// SetWriteBuffer, SyscallConn and File, so that libraries which look for
-// those methods (quic-go's OOBCapablePacketConn, golang.org/x/net/ipv4's
-// batch I/O, miekg/dns) use them.
+// SetWriteBuffer, SyscallConn and File, plus golang.org/x/net/ipv4's
+// ReadBatch, so that libraries which look for those methods (quic-go's
+// OOBCapablePacketConn and batch reads, miekg/dns) use them.
 //
 // Every read and write is tried nonblocking in the caller's goroutine
 // (recvmsg(2)/sendmsg(2)); on EAGAIN the goroutine parks until the loop's
 // multishot poll (IORING_OP_POLL_ADD, needs Linux 5.13+ for multishot,
 // single-shot re-armed before) reports the socket ready, so no goroutine
-// blocks an OS thread. This holds whatever Config.Pollable says.
+// blocks an OS thread. This holds whatever Config.Pollable says. With
+// Config.UDPRecvMultishot reads instead take datagrams that a multishot
+// IORING_OP_RECVMSG put in a provided buffer ring (Linux 6.0+).
 //
 // Datagram boundaries are kept: a read returns one datagram, cut to the
 // buffer's length when longer (ReadMsgUDP reports MSG_TRUNC in flags); a
@@ -49,8 +51,9 @@ type PacketConn struct {
 	fd        *netFD
 	std       *net.UDPConn // BackendStd
 	rt        *Runtime
-	family    int  // AF_INET or AF_INET6
-	connected bool // from DialUDP
+	family    int      // AF_INET or AF_INET6
+	connected bool     // from DialUDP
+	ur        *udpRing // Config.UDPRecvMultishot: the multishot recvmsg
 }
 
 var (
@@ -176,7 +179,12 @@ func (rt *Runtime) adoptUDP(uc *net.UDPConn, network, op string, connected bool)
 			nfd.remot = raddr
 		}
 		c.fd, c.family = nfd, family
-		nfd.start(true)
+		if rt.cfg.UDPRecvMultishot {
+			c.ur = startUDPRing(nfd)
+		}
+		if c.ur == nil {
+			nfd.start(true)
+		}
 	}
 	rt.mu.Lock()
 	if rt.closed {
@@ -240,16 +248,41 @@ func (c *PacketConn) setErr(op string, err error) error {
 // readMsg reads one datagram: nonblock try, then park on the loop's poll.
 // call names the syscall in errors, as Go's net names it.
 func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string) (n, oobn, rflags int, err error) {
+	c.fd.rmu.Lock()
+	defer c.fd.rmu.Unlock()
+	n, oobn, rflags, _, err = c.readMsgLocked(p, oob, flags, from, op, call, true)
+	return n, oobn, rflags, err
+}
+
+// readMsgLocked is readMsg with the read lock held. With park false it
+// does not wait: a socket with nothing queued gives ok false.
+func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string, park bool) (n, oobn, rflags int, ok bool, err error) {
 	fd := c.fd
-	fd.rmu.Lock()
-	defer fd.rmu.Unlock()
 	polled := false
 	for {
 		if fd.closing.Load() {
-			return 0, 0, 0, c.opErr(op, nil, net.ErrClosed)
+			return 0, 0, 0, false, c.opErr(op, nil, net.ErrClosed)
 		}
 		if fd.rdl.expired.Load() {
-			return 0, 0, 0, c.opErr(op, nil, os.ErrDeadlineExceeded)
+			return 0, 0, 0, false, c.opErr(op, nil, os.ErrDeadlineExceeded)
+		}
+		if c.ur != nil {
+			r, got := c.ur.pop()
+			if !got {
+				c.ur.rearm()
+				if !park {
+					return 0, 0, 0, false, nil
+				}
+				polled = true
+				fd.rd.wait(fd.abortRead)
+				continue
+			}
+			if r.errno != 0 {
+				return 0, 0, 0, false, c.opErr(op, nil, sysError(call, r.errno))
+			}
+			n, oobn, rflags = c.ur.copyOut(r, p, oob, from)
+			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
+			return n, oobn, rflags, true, nil
 		}
 		if !fd.incref() {
 			continue
@@ -260,8 +293,11 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 		switch errno {
 		case 0:
 			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
-			return n, oobn, rflags, nil
+			return n, oobn, rflags, true, nil
 		case syscall.EAGAIN:
+			if !park {
+				return 0, 0, 0, false, nil
+			}
 			polled = true
 			fd.rearmPollIn()
 			fd.rd.wait(fd.abortRead)
@@ -269,7 +305,7 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 		case syscall.EINTR:
 			continue
 		}
-		return 0, 0, 0, c.opErr(op, nil, sysError(call, errno))
+		return 0, 0, 0, false, c.opErr(op, nil, sysError(call, errno))
 	}
 }
 
@@ -524,6 +560,9 @@ func (c *PacketConn) Close() error {
 	}
 	if err := c.fd.close(); err != nil {
 		return c.opErr("close", nil, err)
+	}
+	if c.ur != nil {
+		c.ur.close()
 	}
 	return nil
 }

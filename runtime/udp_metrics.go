@@ -10,6 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// udpLoop is a loop's UDP state: counters, and the next buffer group id
+// for a PacketConn's provided buffer ring (loop-owned).
+type udpLoop struct {
+	udpStats
+	nextBgid uint16
+}
+
 // udpStats are one loop's UDP counters, written by the goroutines of its
 // PacketConns and read at scrape time. I/O a caller does itself through
 // SyscallConn (x/net's recvmmsg batches, as quic-go reads) is not seen, so

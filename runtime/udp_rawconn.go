@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"syscall"
@@ -22,6 +24,9 @@ func (c *PacketConn) SyscallConn() (syscall.RawConn, error) {
 	return packetRawConn{c}, nil
 }
 
+// errUDPRawRead is RawConn.Read's error under Config.UDPRecvMultishot.
+var errUDPRawRead = fmt.Errorf("uringrt: RawConn.Read on a PacketConn under Config.UDPRecvMultishot: %w", errors.ErrUnsupported)
+
 // packetRawConn is a PacketConn's syscall.RawConn.
 type packetRawConn struct{ c *PacketConn }
 
@@ -40,6 +45,10 @@ func (r packetRawConn) Control(f func(fd uintptr)) error {
 // readability after each false.
 func (r packetRawConn) Read(f func(fd uintptr) bool) error {
 	fd := r.c.fd
+	if r.c.ur != nil {
+		// The multishot recvmsg takes the datagrams: f would find none.
+		return r.c.setErr("raw-read", errUDPRawRead)
+	}
 	fd.rmu.Lock()
 	defer fd.rmu.Unlock()
 	for {

@@ -40,9 +40,10 @@ var (
 
 // udpSide opens sockets for a script: Go's net, or a uringrt runtime.
 type udpSide struct {
-	name   string
-	listen func(network, addr string) (udpConn, error)
-	dial   func(network string, raddr *net.UDPAddr) (udpConn, error)
+	name      string
+	noRawRead bool // Config.UDPRecvMultishot: SyscallConn's Read is unsupported
+	listen    func(network, addr string) (udpConn, error)
+	dial      func(network string, raddr *net.UDPAddr) (udpConn, error)
 }
 
 func stdUDPSide() udpSide {
@@ -79,6 +80,12 @@ func uringUDPSide(rt *Runtime, name string) udpSide {
 			return pc, nil
 		},
 	}
+}
+
+func multishotSide(rt *Runtime) udpSide {
+	s := uringUDPSide(rt, "uring-multishot")
+	s.noRawRead = true
+	return s
 }
 
 // udpScript is one conformance script: it drives the socket(s) side opens
@@ -290,6 +297,11 @@ var udpScripts = []udpScript{
 			t.Fatal(err)
 		}
 		go func() {
+			if s.noRawRead {
+				_, _, _, _, err := c.ReadMsgUDP(make([]byte, 64), nil)
+				done <- err
+				return
+			}
 			// A raw read whose callback never finds data parks too.
 			done <- rc.Read(func(fd uintptr) bool { return false })
 		}()
@@ -430,6 +442,7 @@ func TestUDPConformance(t *testing.T) {
 		uringUDPSide(newRT(t, Config{Loops: 1}), "uring"),
 		uringUDPSide(newRT(t, Config{Loops: 1, DisableMultishot: true, DisableDeferTaskrun: true}), "uring-singleshot"),
 		uringUDPSide(newRT(t, Config{Loops: 1, Pollable: PollRing}), "uring-ring"),
+		multishotSide(newRT(t, Config{Loops: 1, UDPRecvMultishot: true})),
 		uringUDPSide(newRT(t, Config{Backend: BackendStd}), "backend-std"),
 	}
 	for _, sc := range udpScripts {
@@ -565,36 +578,43 @@ func TestUDPConcurrentReadWrite(t *testing.T) {
 // PacketConns, waking a parked ReadFrom with net.ErrClosed, and leaves no
 // descriptor behind; ListenPacket after Close fails with net.ErrClosed.
 func TestUDPRuntimeCloseClosesPacketConn(t *testing.T) {
-	before := countFDs(t)
-	rt, err := New(Config{Loops: 1, Backend: BackendUring})
-	if err != nil {
-		t.Fatal(err)
+	for _, multishot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multishot=%v", multishot), func(t *testing.T) {
+			before := countFDs(t)
+			rt, err := New(Config{Loops: 1, Backend: BackendUring, UDPRecvMultishot: multishot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc, err := rt.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if multishot && pc.ur == nil {
+				t.Log("kernel without multishot recvmsg: the nonblock path is tested twice")
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := pc.ReadFrom(make([]byte, 16))
+				done <- err
+			}()
+			time.Sleep(10 * time.Millisecond) // let it park (not needed for correctness)
+			if err := rt.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Errorf("parked ReadFrom after Runtime.Close: %v, want net.ErrClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Runtime.Close did not wake a parked ReadFrom")
+			}
+			if _, err := rt.ListenPacket("udp", "127.0.0.1:0"); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("ListenPacket after Close: %v, want net.ErrClosed", err)
+			}
+			waitFDs(t, before)
+		})
 	}
-	pc, err := rt.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := pc.ReadFrom(make([]byte, 16))
-		done <- err
-	}()
-	time.Sleep(10 * time.Millisecond) // let it park (not needed for correctness)
-	if err := rt.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("parked ReadFrom after Runtime.Close: %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Runtime.Close did not wake a parked ReadFrom")
-	}
-	if _, err := rt.ListenPacket("udp", "127.0.0.1:0"); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("ListenPacket after Close: %v, want net.ErrClosed", err)
-	}
-	waitFDs(t, before)
 }
 
 // TestUDPUnknownNetwork: networks other than udp, udp4, udp6 are refused as
@@ -610,5 +630,51 @@ func TestUDPUnknownNetwork(t *testing.T) {
 	_, err = rt.DialUDP("ip4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
 	if describeErr(err) != describeErr(stdErr) {
 		t.Errorf("DialUDP(ip4): %s, Go's net: %s", describeErr(err), describeErr(stdErr))
+	}
+}
+
+// TestUDPMultishotRecvmsg: under Config.UDPRecvMultishot a PacketConn
+// receives through its multishot recvmsg and provided buffer ring (the
+// conformance scripts run on it too): more datagrams than buffers, sent
+// while nobody reads, all arrive in order (the multishot ends with ENOBUFS
+// and is re-armed), with their control messages; SyscallConn's Read says
+// it is unsupported.
+func TestUDPMultishotRecvmsg(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1, UDPRecvMultishot: true})
+	pc, err := rt.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if pc.ur == nil {
+		t.Skip("kernel without multishot recvmsg into a provided buffer ring (6.0+)")
+	}
+	rc, _ := pc.SyscallConn()
+	if err := rc.Read(func(uintptr) bool { return true }); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("RawConn.Read: %v, want errors.ErrUnsupported", err)
+	}
+	rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_PKTINFO, 1) })
+	peer := stdPeer(t, "udp4", "127.0.0.1:0")
+	const count = 5 * udpRingBufs
+	for i := 0; i < count; i++ {
+		if _, err := peer.WriteToUDP(payload(i, 200), loopbackTo(pc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 1024)
+	oob := make([]byte, 128)
+	for i := 0; i < count; i++ {
+		n, oobn, flags, from, err := pc.ReadMsgUDP(buf, oob)
+		if err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+		if !bytes.Equal(buf[:n], payload(i, 200)) || flags != 0 || !sameAddr(from, udpAddrOf(peer)) {
+			t.Fatalf("datagram %d: n=%d seq=%d flags=%#x from=%v", i, n, binary.BigEndian.Uint32(buf), flags, from)
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 || msgs[0].Header.Type != unix.IP_PKTINFO {
+			t.Fatalf("datagram %d: control messages %v (%v), want IP_PKTINFO", i, msgs, err)
+		}
 	}
 }

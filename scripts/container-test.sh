@@ -5,14 +5,15 @@
 #   (a) --security-opt seccomp=deploy/seccomp-io_uring.json: the io_uring
 #       backend; echo-client drives it with 0 errors; /metrics shows
 #       uringrt_backend_info{backend="uring"}; /healthz and /readyz answer;
-#       SIGTERM (podman stop) exits 0.
+#       SIGTERM (podman stop) exits 0. The same with the Kubernetes base's
+#       profile (deploy/k8s/files, flattened to the OCI format), on amd64.
 #   (b) podman's default seccomp profile: it serves through Go's net and logs
 #       exactly one warning naming seccomp and deploy/seccomp-io_uring.json;
 #       backend="std" in /metrics; with -backend uring it exits non-zero
 #       with that message.
 #
 # Env: IMAGE (default localhost/uringrt-echo:latest, built with `make image`
-# if absent), PORT_BASE (default 17410: uses PORT_BASE..PORT_BASE+3 on
+# if absent), PORT_BASE (default 17410: uses PORT_BASE..PORT_BASE+5 on
 # loopback), CLIENT (an echo-client binary; default: go build). Every step
 # is bounded by `timeout`, the whole run by TOTAL_TIMEOUT (default 600 s),
 # and the containers are removed on exit. Exit 0 when all checks pass.
@@ -36,10 +37,15 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 say() { echo "container-test: $*"; }
 bad() { echo "container-test: FAIL: $*" >&2; fail=1; }
 
+# Containers a killed earlier run of this script left behind (its name prefix).
+for n in $("${podman[@]}" ps -a --filter name=uringrt-ct- --format '{{.Names}}' 2>/dev/null); do
+  timeout 30 "${podman[@]}" rm -f -t 2 "$n" >/dev/null 2>&1 || true
+done
 command -v podman >/dev/null || { echo "container-test: podman not installed (apt-get install -y podman runc)" >&2; exit 1; }
 if ! "${podman[@]}" image exists "$IMAGE"; then
   say "building $IMAGE"
@@ -87,8 +93,8 @@ drive() {
   local last
   last=$(echo "$out" | tail -n 1)
   say "$1: echo-client: $last"
-  echo "$last" | grep -q ' errors=0 ' || bad "$1: echo-client saw errors: $out"
-  echo "$last" | grep -q '^tps=[1-9]' || bad "$1: no messages echoed: $out"
+  grep -q ' errors=0 ' <<<"$last" || bad "$1: echo-client saw errors: $out"
+  grep -q '^tps=[1-9]' <<<"$last" || bad "$1: no messages echoed: $out"
   return 0
 }
 
@@ -106,14 +112,28 @@ say "(a) --security-opt seccomp=deploy/seccomp-io_uring.json"
 if start "$a" "$PORT_BASE" $((PORT_BASE + 1)) --security-opt seccomp=deploy/seccomp-io_uring.json -- -backend auto; then
   drive "$a" "$PORT_BASE"
   m=$(curl -fsS -m 5 "http://127.0.0.1:$((PORT_BASE + 1))/metrics")
-  echo "$m" | grep -q '^uringrt_backend_info{backend="uring"' || bad "$a: no uringrt_backend_info{backend=\"uring\"}"
+  grep -q '^uringrt_backend_info{backend="uring"' <<<"$m" || bad "$a: no uringrt_backend_info{backend=\"uring\"}"
   cqes=$(echo "$m" | awk '/^uringrt_cqes_reaped_total/ {s += $2} END {print s + 0}')
   awk -v c="$cqes" 'BEGIN {exit !(c > 0)}' || bad "$a: uringrt_cqes_reaped_total is $cqes"
   curl -fsS -m 5 -o /dev/null "http://127.0.0.1:$((PORT_BASE + 1))/healthz" || bad "$a: /healthz"
   logs=$(timeout 30 "${podman[@]}" logs "$a" 2>&1)
-  if echo "$logs" | grep -q 'level=WARN'; then bad "$a: warnings logged: $logs"; fi
+  if grep -q 'level=WARN' <<<"$logs"; then bad "$a: warnings logged: $logs"; fi
   stop "$a"
   say "(a) backend uring, cqes_reaped=$cqes"
+fi
+
+# (a') the profile the Kubernetes base installs (flattened to the OCI format
+# for amd64 nodes): io_uring too.
+flat=deploy/k8s/files/seccomp-io_uring.oci-amd64.json
+if [ "$(uname -m)" = x86_64 ]; then
+  f=$tag-oci
+  say "(a') --security-opt seccomp=$flat"
+  if start "$f" $((PORT_BASE + 4)) $((PORT_BASE + 5)) --security-opt seccomp=$flat -- -backend uring; then
+    drive "$f" $((PORT_BASE + 4))
+    m=$(curl -fsS -m 5 "http://127.0.0.1:$((PORT_BASE + 5))/metrics")
+    grep -q '^uringrt_backend_info{backend="uring"' <<<"$m" || bad "$f: no uringrt_backend_info{backend=\"uring\"}"
+    stop "$f"
+  fi
 fi
 
 # (b) podman's default profile: Go's net, one warning.
@@ -122,13 +142,13 @@ say "(b) podman's default seccomp profile"
 if start "$b" $((PORT_BASE + 2)) $((PORT_BASE + 3)) --; then
   drive "$b" $((PORT_BASE + 2))
   m=$(curl -fsS -m 5 "http://127.0.0.1:$((PORT_BASE + 3))/metrics")
-  echo "$m" | grep -q '^uringrt_backend_info{backend="std"' || bad "$b: no uringrt_backend_info{backend=\"std\"}"
+  grep -q '^uringrt_backend_info{backend="std"' <<<"$m" || bad "$b: no uringrt_backend_info{backend=\"std\"}"
   logs=$(timeout 30 "${podman[@]}" logs "$b" 2>&1)
   warns=$(echo "$logs" | grep -c 'level=WARN' || true)
   [ "$warns" = 1 ] || bad "$b: $warns warnings, want 1: $logs"
   w=$(echo "$logs" | grep 'level=WARN' || true)
   for want in seccomp deploy/seccomp-io_uring.json; do
-    echo "$w" | grep -q -- "$want" || bad "$b: the warning does not name $want: $w"
+    grep -q -- "$want" <<<"$w" || bad "$b: the warning does not name $want: $w"
   done
   stop "$b"
   say "(b) backend std, warning: ${w:0:160}..."
@@ -144,7 +164,7 @@ code=$?
 set -e
 [ "$code" != 0 ] && [ "$code" != 124 ] || bad "$c: exit $code, want non-zero (not a timeout)"
 for want in seccomp deploy/seccomp-io_uring.json; do
-  echo "$out" | grep -q -- "$want" || bad "$c: the error does not name $want: $out"
+  grep -q -- "$want" <<<"$out" || bad "$c: the error does not name $want: $out"
 done
 say "(b) -backend uring: exit $code"
 

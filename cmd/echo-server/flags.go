@@ -166,6 +166,7 @@ func flagRanges() map[string]flagRange {
 		"wait-latency":         durRange(0, maxWaitLatency, "0 = default"),
 		"idle-poll":            durRange(0, maxIdlePoll, ""),
 		"dedicated":            boolRange,
+		"no-inc-buffers":       boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),
@@ -181,6 +182,7 @@ func flagRanges() map[string]flagRange {
 		"reuseport":            boolRange,
 		"network":              oneOf("tcp", "udp"),
 		"udp-readers":          intRange(1, 1024, ""),
+		"udp-multishot":        boolRange,
 	}
 	for name, r := range limitRanges() {
 		ranges[name] = r

@@ -39,8 +39,10 @@ func TestFlagRanges(t *testing.T) {
 		"version":              {[]string{"true", "false"}, nil},
 		"buf-size":             {[]string{"512", "16777216"}, []string{"511", "0", "16777217"}},
 		"reuseport":            {[]string{"true", "false"}, nil},
+		"no-inc-buffers":       {[]string{"true", "false"}, nil},
 		"network":              {[]string{"tcp", "udp"}, []string{"sctp", "unix"}},
 		"udp-readers":          {[]string{"1", "1024"}, []string{"0", "1025"}},
+		"udp-multishot":        {[]string{"true", "false"}, nil},
 	}
 	if nofile == 0 {
 		cases["max-conns"] = bound{[]string{"0", "10000000"}, []string{"-1", "10000001"}}

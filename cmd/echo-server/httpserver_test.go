@@ -229,3 +229,29 @@ func TestMetricsRedactedWhenPublished(t *testing.T) {
 		t.Error("isLoopback misjudges an address")
 	}
 }
+
+// TestMetricsPipeliningNonReaderCut: a client that pipelines /metrics
+// requests and never reads is cut off by the write timeout (before, the
+// server held it for good, blocked writing).
+func TestMetricsPipeliningNonReaderCut(t *testing.T) {
+	s := startServer(t, "-metrics-idle-timeout", "10m") // only the write timeout may close it
+	c, err := net.DialTimeout("tcp", s.metric, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	req := strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 3000)
+	c.SetWriteDeadline(time.Now().Add(metricsWriteTimeout))
+	io.WriteString(c, req) // may stop short once the server stops reading: fine
+	// Not reading is the test: the server's writes fill the socket buffers
+	// and block; after metricsWriteTimeout it must give up and close.
+	time.Sleep(metricsWriteTimeout + 2*time.Second)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server still holds the connection %v after the write timeout (read %d bytes)", metricsWriteTimeout+22*time.Second, n)
+	}
+	t.Logf("connection closed by the server after %d bytes (%v)", n, err)
+}

@@ -39,9 +39,10 @@ type options struct {
 	loops, workers, maxConns, bufSize                int
 	network                                          string // tcp (or unix, from the address) or udp (udp.go)
 	udpReaders                                       int
+	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion, dedicated                           bool
+	showVersion, dedicated, noIncBufs                bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:7777", "listen address: host:port, or a unix socket path starting with / or .")
 	fs.StringVar(&o.network, "network", "tcp", "tcp (unix when -addr is a path) or udp: echo datagrams on a PacketConn")
+	fs.BoolVar(&o.udpMultishot, "udp-multishot", false, "with -network udp: receive through a multishot recvmsg into a provided buffer ring (Config.UDPRecvMultishot)")
 	fs.IntVar(&o.udpReaders, "udp-readers", 1, "with -network udp: goroutines reading the socket (more than 1 may reorder a sender's echoes)")
 	fs.StringVar(&o.api, "api", "conn", "API: conn (net.Conn, a goroutine per connection) or callback")
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
@@ -70,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
+	fs.BoolVar(&o.noIncBufs, "no-inc-buffers", false, "whole-buffer provided buffer ring even where the kernel consumes buffers incrementally (Config.DisableIncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
@@ -137,6 +140,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
+		UDPRecvMultishot:          o.udpMultishot,
+		DisableIncrementalBuffers: o.noIncBufs,
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {

@@ -24,6 +24,12 @@ func freeUDPPort(t *testing.T) string {
 // TestServeUDP: echo-server -network udp echoes datagrams (each one whole,
 // to its sender), counts them in the udp metrics and exits 0 on SIGTERM.
 func TestServeUDP(t *testing.T) {
+	for _, multishot := range []string{"false", "true"} {
+		t.Run("udp-multishot="+multishot, func(t *testing.T) { testServeUDP(t, "-udp-multishot="+multishot) })
+	}
+}
+
+func testServeUDP(t *testing.T, extra ...string) {
 	if testing.Short() {
 		t.Skip("builds and runs the echo-server binary; skipped with -short")
 	}
@@ -32,7 +38,7 @@ func TestServeUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &server{addr: freeUDPPort(t), metric: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-network", "udp", "-backend", "uring", "-addr", s.addr, "-metrics-addr", s.metric)
+	s.cmd = exec.Command(bin, append([]string{"-network", "udp", "-backend", "uring", "-addr", s.addr, "-metrics-addr", s.metric}, extra...)...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

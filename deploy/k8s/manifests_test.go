@@ -3,6 +3,7 @@ package k8s
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -297,9 +298,9 @@ func TestSeccompInstaller(t *testing.T) {
 			Labels                map[string]string `json:"labels"`
 		} `json:"options"`
 	}) bool {
-		return g.Name == cmName && slices.Contains(g.Files, "seccomp-io_uring.json=files/seccomp-io_uring.json")
+		return g.Name == cmName && slices.Contains(g.Files, "seccomp-io_uring.json="+flatProfilePath)
 	}) {
-		t.Errorf("the DaemonSet's ConfigMap %q is not generated from files/seccomp-io_uring.json", cmName)
+		t.Errorf("the DaemonSet's ConfigMap %q is not generated from %s", cmName, flatProfilePath)
 	}
 	if len(pod.InitContainers) != 1 {
 		t.Fatalf("%d init containers, want 1", len(pod.InitContainers))
@@ -369,23 +370,38 @@ func TestServiceScrapingAndScaling(t *testing.T) {
 	}
 }
 
-// TestFilesInSync: the copies kustomize reads are the project's profile
-// and dashboard, byte for byte (make k8s-files refreshes them).
+var update = flag.Bool("update", false, "regenerate files/ from ../seccomp-io_uring.json and ../grafana/uringrt.json")
+
+const flatProfilePath = "files/seccomp-io_uring.oci-amd64.json"
+
+// TestFilesInSync: the files kustomize reads are the project's dashboard
+// byte for byte, and its seccomp profile flattened for amd64 (make
+// k8s-files, i.e. go test -run TestFilesInSync -update, regenerates them).
 func TestFilesInSync(t *testing.T) {
-	for copy, orig := range map[string]string{
-		"files/seccomp-io_uring.json": "../seccomp-io_uring.json",
-		"files/uringrt.json":          "../grafana/uringrt.json",
-	} {
-		a, err := os.ReadFile(copy)
+	prof, err := os.ReadFile("../seccomp-io_uring.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := FlattenProfile(prof, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := os.ReadFile("../grafana/uringrt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{flatProfilePath: flat, "files/uringrt.json": dash} {
+		if *update {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(orig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs from %s: run make k8s-files", copy, orig)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run make k8s-files", path)
 		}
 	}
 }
@@ -440,9 +456,9 @@ func TestKustomizeBuild(t *testing.T) {
 	if !ok {
 		t.Fatalf("the DaemonSet mounts ConfigMap %q, which the render lacks (have %v)", dsCM, cms)
 	}
-	prof, _ := os.ReadFile("../seccomp-io_uring.json")
+	prof, _ := os.ReadFile(flatProfilePath)
 	if cm.Data["seccomp-io_uring.json"] != string(prof) {
-		t.Error("the rendered profile ConfigMap is not ../seccomp-io_uring.json")
+		t.Errorf("the rendered profile ConfigMap is not %s", flatProfilePath)
 	}
 	dash, ok := cms["uringrt-grafana-dashboard"]
 	if !ok || dash.Labels["grafana_dashboard"] != "1" {
