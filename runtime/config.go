@@ -193,8 +193,8 @@ type Config struct {
 	DedicatedLoops bool
 	// UDPRecvMultishot makes each PacketConn receive through one multishot
 	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
-	// of 66 KiB, mapped lazily; needs Linux 6.0+, else the default path is
-	// used): datagrams arrive with their CQEs and a read copies one out
+	// of 66 KiB, mapped lazily; needs Linux 6.0+, and is not used with
+	// DisableMultishot or DisableBufRing): datagrams arrive with their CQEs and a read copies one out
 	// with no system call. Default false: reads are nonblock recvmsg(2)
 	// tries, parking on the loop's poll on EAGAIN. With it, reading through
 	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)

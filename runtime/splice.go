@@ -95,7 +95,9 @@ func (c *Conn) zeroCopyFrom(r io.Reader) (written int64, err error, handled bool
 			return 0, nil, true
 		}
 	}
-	if src, ok := rawEndOf(r); ok {
+	if src, ok := rawEndOf(r); ok && src == rawEnd(c.fd) {
+		return 0, nil, false // a socket to itself: see spliceTo
+	} else if ok {
 		if remain == 0 {
 			remain = 1<<63 - 1
 		}
@@ -115,7 +117,11 @@ func (c *Conn) spliceTo(w io.Writer) (written int64, err error, handled bool) {
 		return 0, nil, false
 	}
 	dst, ok := rawEndOf(w)
-	if !ok {
+	if !ok || dst == rawEnd(c.fd) {
+		// io.Copy(c, c), an echo, gains nothing from a pipe between a
+		// socket and itself and would hold two more descriptors per
+		// connection for its whole life (10,000 echoing connections ran
+		// out of descriptors: TestTenThousandConns/netconn).
 		return 0, nil, false
 	}
 	written, handled, err = spliceCopy(dst, c.fd, 1<<63-1)
@@ -163,7 +169,6 @@ func (fd *netFD) sendFileFrom(src int, remain int64) (written int64, err error, 
 		n, _, e := syscall.Syscall6(unix.SYS_SENDFILE, uintptr(dst), uintptr(src), 0, uintptr(chunk), 0, 0)
 		if e == 0 && int64(n) > 0 {
 			written += int64(n)
-			fd.touch() // progress, for Config.IdleTimeout
 		}
 		done := remain > 0 && written >= remain
 		switch e {
@@ -294,7 +299,7 @@ func (fd *netFD) lockWrite() func() {
 }
 
 // doneRead and doneWrite count one chunk moved, as one Read or Write
-// (waited: it needed a poll arm), and mark progress for Config.IdleTimeout.
+// (waited: it needed a poll arm), and stamp progress for IdleTimeout.
 func (fd *netFD) doneRead(n int64, waited bool) {
 	if n > 0 {
 		fd.touch()
