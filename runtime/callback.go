@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -23,7 +25,9 @@ type CallbackConn struct {
 	// loop-owned
 	recvOp    op
 	sendOp    op
-	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
+	sendIov   []unix.Iovec // the iovecs of a sendmsg in flight (sendOp)
+	sendMsg   unix.Msghdr  // its msghdr, read by the kernel until the CQE
+	outq      outQueue     // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
 	paused    bool // over the memory budget (budget.go): not reading
 	active    bool // read or write progress since the last idle sweep (idle.go)
@@ -354,17 +358,51 @@ func (l *loop) flushCB() {
 		if c.sendOp.armed || c.outq.n == 0 {
 			continue
 		}
-		c.sendOp.buf = c.outq.next()
+		c.prepSend()
 		l.arm(&c.sendOp)
 	}
 	l.dirty = l.dirty[:0]
 }
+
+// prepSend points sendOp at the queued output: a send of the head chunk
+// when it is all that is queued, else a sendmsg of every queued chunk (up
+// to maxSendIov), so a connection's output leaves in one SQE per loop
+// iteration however many chunks it fills.
+func (c *CallbackConn) prepSend() {
+	if len(c.outq.chunks) <= 1 {
+		c.sendOp.buf = c.outq.next()
+		c.sendMsg.Iovlen = 0
+		return
+	}
+	c.sendIov, _ = c.outq.nextVec(c.sendIov)
+	c.sendOp.buf = nil
+	c.sendMsg = unix.Msghdr{Iov: &c.sendIov[0]}
+	c.sendMsg.SetIovlen(len(c.sendIov))
+}
+
+// dropSendVec forgets the iovecs of the sendmsg whose CQE came, so they no
+// longer keep its chunks reachable after the pool dropped them.
+func (c *CallbackConn) dropSendVec() {
+	if c.sendMsg.Iovlen == 0 {
+		return
+	}
+	clear(c.sendIov)
+	c.sendIov = c.sendIov[:0]
+	if cap(c.sendIov) > 8 {
+		c.sendIov = nil // a long queue's array goes too
+	}
+	c.sendMsg = unix.Msghdr{}
+}
+
+// sendsMsg reports whether sendOp is a sendmsg of c.sendMsg (prepSend).
+func (c *CallbackConn) sendsMsg() bool { return c.sendMsg.Iovlen > 0 }
 
 // onSend handles a send CQE: resubmit the rest of a short send, then the
 // next queued output.
 func (c *CallbackConn) onSend(o *op) {
 	l := c.l
 	o.buf = nil
+	c.dropSendVec()
 	if o.res < 0 {
 		c.outq.sent(l, 0)
 		if o.res != -int32(syscall.ECANCELED) {
@@ -381,7 +419,7 @@ func (c *CallbackConn) onSend(o *op) {
 		c.active = true
 	}
 	if c.outq.sent(l, int(o.res)) && !c.failed() {
-		o.buf = c.outq.next() // a short send: the rest now
+		c.prepSend() // a short send: the rest now
 		l.arm(o)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -513,7 +514,11 @@ func (l *loop) arm(o *op) {
 	case opRecv, opCBRecv:
 		l.prepRecv(sqe, o)
 	case opSend, opCBSend:
-		sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+		if o.cc != nil && o.cc.sendsMsg() {
+			sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.sendMsg), unix.MSG_NOSIGNAL)
+		} else {
+			sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+		}
 	case opAcceptCB:
 		if l.rt.cfg.DisableMultishot {
 			sqe.PrepAccept(o.fd, nil, nil, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
