@@ -5,7 +5,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -29,9 +28,9 @@ type CallbackConn struct {
 	sendMsg   unix.Msghdr  // its msghdr, read by the kernel until the CQE
 	outq      outQueue     // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
-	paused    bool // over the memory budget (budget.go): not reading
-	active    bool // read or write progress since the last idle sweep (idle.go)
-	idleTicks uint8
+	paused    bool  // over the memory budget (budget.go): not reading
+	active    bool  // read or write progress since the last idle sweep (idle.go)
+	idleSeen  int64 // unix ns of the idle sweep that last found progress
 	closing   bool
 	finalized bool
 	closeErr  error
@@ -259,178 +258,6 @@ func (c *CallbackConn) recoverHandler() {
 		}
 		c.closeOnLoop(errHandlerPanic)
 	}
-}
-
-// onRecv handles a recv CQE.
-func (c *CallbackConn) onRecv(o *op) {
-	l := c.l
-	res := o.res
-	switch {
-	case res > 0:
-		var data []byte
-		id, hasBuf := o.bufferID()
-		recycle := hasBuf
-		if hasBuf {
-			data, recycle = l.bufRing.Take(id, int(res), o.flags)
-		} else {
-			data = c.ownBuf[:res]
-		}
-		l.stats.readBytes.Add(uint64(res))
-		c.active = true
-		if !c.closing {
-			c.deliver(data)
-		}
-		if recycle {
-			l.bufRing.Recycle(id)
-		}
-	case res == 0:
-		c.readEOF()
-	case res == -int32(syscall.ENOBUFS):
-		l.stats.enobufs.Add(1)
-		// Buffers come back when this batch's recycles are committed;
-		// re-arm below (after the commit at the end of reap).
-	case res == -int32(syscall.ECANCELED):
-		// paused, or closing
-	case res == -int32(syscall.EINVAL) && l.rt.recvLimitFailed():
-		// A kernel before 6.17 refused the multishot byte limit:
-		// re-armed below without it.
-	default:
-		c.closeOnLoop(c.fd.opError("read", sysError("read", ioErrno(res))))
-	}
-	if c.closing {
-		c.maybeFinalize()
-		return
-	}
-	if !o.armed && !c.paused && !c.rdEOF {
-		if res == -int32(syscall.ENOBUFS) {
-			l.bufRing.Commit()
-		}
-		l.arm(o)
-	}
-}
-
-// readEOF handles the peer's orderly close (recv returned 0): a
-// HalfCloser handler that asks for it keeps the write side open until it
-// closes the connection; otherwise the connection closes once its queued
-// output is sent, with OnClose(c, io.EOF).
-func (c *CallbackConn) readEOF() {
-	hc, ok := c.h.(HalfCloser)
-	if !ok || c.closing {
-		c.closeOnLoop(io.EOF)
-		return
-	}
-	c.rdEOF = true
-	if c.blocking {
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
-			defer c.recoverHandler()
-			if !hc.OnReadEOF(c) {
-				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
-			}
-		})
-		return
-	}
-	defer c.recoverHandler()
-	if !hc.OnReadEOF(c) {
-		c.closeOnLoop(io.EOF)
-	}
-}
-
-func (o *op) bufferID() (uint16, bool) {
-	return uint16(o.flags >> 16), o.flags&1 != 0
-}
-
-func (c *CallbackConn) deliver(data []byte) {
-	if c.blocking {
-		cp := append([]byte(nil), data...)
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { defer c.recoverHandler(); c.h.OnData(c, cp) })
-		return
-	}
-	defer c.recoverHandler()
-	c.h.OnData(c, data)
-}
-
-// flushCB submits one send per dirty connection (loop only).
-func (l *loop) flushCB() {
-	l.budgetCheck()
-	for i, c := range l.dirty {
-		l.dirty[i] = nil
-		c.dirty = false
-		if c.sendOp.armed || c.outq.n == 0 {
-			continue
-		}
-		c.prepSend()
-		l.arm(&c.sendOp)
-	}
-	l.dirty = l.dirty[:0]
-}
-
-// prepSend points sendOp at the queued output: a send of the head chunk
-// when it is all that is queued, else a sendmsg of every queued chunk (up
-// to maxSendIov), so a connection's output leaves in one SQE per loop
-// iteration however many chunks it fills.
-func (c *CallbackConn) prepSend() {
-	if len(c.outq.chunks) <= 1 {
-		c.sendOp.buf = c.outq.next()
-		c.sendMsg.Iovlen = 0
-		return
-	}
-	c.sendIov, _ = c.outq.nextVec(c.sendIov)
-	c.sendOp.buf = nil
-	c.sendMsg = unix.Msghdr{Iov: &c.sendIov[0]}
-	c.sendMsg.SetIovlen(len(c.sendIov))
-}
-
-// dropSendVec forgets the iovecs of the sendmsg whose CQE came, so they no
-// longer keep its chunks reachable after the pool dropped them.
-func (c *CallbackConn) dropSendVec() {
-	if c.sendMsg.Iovlen == 0 {
-		return
-	}
-	clear(c.sendIov)
-	c.sendIov = c.sendIov[:0]
-	if cap(c.sendIov) > 8 {
-		c.sendIov = nil // a long queue's array goes too
-	}
-	c.sendMsg = unix.Msghdr{}
-}
-
-// sendsMsg reports whether sendOp is a sendmsg of c.sendMsg (prepSend).
-func (c *CallbackConn) sendsMsg() bool { return c.sendMsg.Iovlen > 0 }
-
-// onSend handles a send CQE: resubmit the rest of a short send, then the
-// next queued output.
-func (c *CallbackConn) onSend(o *op) {
-	l := c.l
-	o.buf = nil
-	c.dropSendVec()
-	if o.res < 0 {
-		c.outq.sent(l, 0)
-		if o.res != -int32(syscall.ECANCELED) {
-			c.fail(c.fd.opError("write", sysError("write", ioErrno(o.res))))
-		}
-		if c.failed() {
-			c.outq.release(l) // nothing more will be sent
-		}
-		c.maybeFinalize()
-		return
-	}
-	l.stats.writtenBytes.Add(uint64(o.res))
-	if o.res > 0 {
-		c.active = true
-	}
-	if c.outq.sent(l, int(o.res)) && !c.failed() {
-		c.prepSend() // a short send: the rest now
-		l.arm(o)
-		return
-	}
-	if c.failed() {
-		c.outq.release(l)
-	} else if c.outq.n > 0 && !c.dirty {
-		c.dirty = true
-		l.dirty = append(l.dirty, c)
-	}
-	c.maybeResume()
-	c.maybeFinalize()
 }
 
 // closeOnLoop starts closing: stop reading, send what is queued, then close

@@ -117,14 +117,14 @@ const (
 	DefaultWorkers        = 20                    // fixed-pool worker goroutines
 	DefaultBufferSize     = 4096                  // bytes per provided buffer
 	DefaultBuffers        = 1024                  // provided buffers per loop (a power of two)
+	// DefaultMaxBufferedBytes caps all callback queues of a runtime
+	// together (Config.MaxBufferedBytes), in bytes.
+	DefaultMaxBufferedBytes = 256 << 20
 	// With incrementally consumed buffers (Linux 6.12+) the defaults are
 	// fewer, larger buffers, the same 4 MiB per loop: a recv of a stream
 	// takes up to 32 KiB in one CQE, and small messages share a buffer.
 	DefaultIncBufferSize = 32 << 10 // bytes per provided buffer
 	DefaultIncBuffers    = 128      // provided buffers per loop
-	// DefaultMaxBufferedBytes caps all callback queues of a runtime
-	// together (Config.MaxBufferedBytes), in bytes.
-	DefaultMaxBufferedBytes = 256 << 20
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
@@ -193,8 +193,8 @@ type Config struct {
 	DedicatedLoops bool
 	// UDPRecvMultishot makes each PacketConn receive through one multishot
 	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
-	// of 66 KiB, mapped lazily; needs Linux 6.0+, else the default path is
-	// used): datagrams arrive with their CQEs and a read copies one out
+	// of 66 KiB, mapped lazily; needs Linux 6.0+, and is not used with
+	// DisableMultishot or DisableBufRing): datagrams arrive with their CQEs and a read copies one out
 	// with no system call. Default false: reads are nonblock recvmsg(2)
 	// tries, parking on the loop's poll on EAGAIN. With it, reading through
 	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)
@@ -225,9 +225,10 @@ type Config struct {
 	// made no read or write progress for that long: no byte received and
 	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
 	// net.Conn is closed as by Close (its blocked and later Reads and
-	// Writes return net.ErrClosed). Connections are swept by each loop
-	// every IdleTimeout/4, so one is closed between IdleTimeout and
-	// 1.25 x IdleTimeout after its last progress; counted in
+	// Writes return net.ErrClosed). Connections are swept every
+	// IdleTimeout/8 (a flag per connection, no timer per I/O), so one is
+	// closed between IdleTimeout and 1.25 x IdleTimeout after its last
+	// progress (later if the sweeps run late); counted in
 	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
 	// least 10ms.
 	IdleTimeout time.Duration

@@ -172,28 +172,6 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 }
 
-// ringOp submits o (recv or send of b) through the loop and waits for its
-// CQE. ok is false when fd is closing (nothing was submitted).
-func (fd *netFD) ringOp(o *op, b []byte) (int, syscall.Errno, bool) {
-	if !fd.incref() {
-		return 0, 0, false
-	}
-	o.buf = b
-	o.sqeFlags = 0
-	if fd.rt.cfg.Pollable == PollAsync {
-		o.sqeFlags = sqeAsync
-	}
-	fd.l.post(request{kind: reqArm, op: o})
-	<-o.done
-	o.buf = nil
-	res := o.res
-	fd.decref()
-	if res < 0 {
-		return 0, ioErrno(res), true
-	}
-	return int(res), 0, true
-}
-
 // blockingOp runs a recv or send of b on a fixed worker that blocks on this
 // socket (poll(2), then the call): the pre-hybrid io-wq behaviour.
 func (fd *netFD) blockingOp(o *op, b []byte, write bool) (int, syscall.Errno, bool) {

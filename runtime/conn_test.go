@@ -31,19 +31,6 @@ var tiers = []struct {
 	{"std", Config{Backend: BackendStd}},
 }
 
-func newRT(t testing.TB, cfg Config) *Runtime {
-	t.Helper()
-	if cfg.Backend == BackendAuto {
-		cfg.Backend = BackendUring
-	}
-	rt, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
-}
-
 func TestNettestConn(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
@@ -84,34 +71,6 @@ func TestNettestConn(t *testing.T) {
 			}
 		})
 	}
-}
-
-func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
-	t.Helper()
-	addr := "127.0.0.1:0"
-	if network == "unix" {
-		addr = t.TempDir() + "/s.sock"
-	}
-	ln, err := rt.Listen(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		ch <- c
-	}()
-	client, err = rt.Dial(network, ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-ch
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
 }
 
 func TestErrorsLikeStd(t *testing.T) {
@@ -199,24 +158,6 @@ func TestResetAndRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-func setLinger0(t testing.TB, c net.Conn) {
-	t.Helper()
-	type linger interface{ SetLinger(int) error }
-	if l, ok := c.(linger); ok {
-		l.SetLinger(0)
-		return
-	}
-	if sc, ok := c.(*stdConn); ok {
-		sc.Conn.(*net.TCPConn).SetLinger(0)
-		return
-	}
-	if uc, ok := c.(*Conn); ok {
-		uc.SetLinger(0)
-		return
-	}
-	t.Fatalf("cannot set linger on %T", c)
 }
 
 func TestEchoManyConns(t *testing.T) {

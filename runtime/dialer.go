@@ -18,7 +18,8 @@ const defaultFallbackDelay = 300 * time.Millisecond
 // defaults (TCP_NODELAY, keep-alive probes after 15 s idle, every 15 s,
 // 9 of them). Connections are made with a nonblocking connect(2) whose
 // completion is awaited by a POLLOUT armed on a loop's ring. Networks:
-// "tcp", "tcp4", "tcp6", "unix".
+// "tcp", "tcp4", "tcp6", "unix" (a *Conn), and "udp", "udp4", "udp6" (a
+// connected *PacketConn; LocalAddr and Control apply).
 type Dialer struct {
 	// Runtime dials through this runtime; nil means Default().
 	Runtime *Runtime
@@ -72,7 +73,8 @@ func (d *Dialer) Dial(network, address string) (net.Conn, error) {
 // DialContext connects to address on the named network, as
 // net.Dialer.DialContext: ctx (and Timeout, Deadline) bound name
 // resolution and the connect; once connected, ctx no longer matters. The
-// result is a *Conn (with BackendStd, Go's connection). Errors are
+// result is a *Conn (a *PacketConn for UDP; with BackendStd, Go's
+// connection). Errors are
 // *net.OpError with Op "dial": a cancelled ctx gives one that reads
 // "operation was canceled" and satisfies errors.Is(err,
 // context.Canceled); an expired one reads "i/o timeout", has Timeout()
@@ -244,6 +246,18 @@ func filterLocal(addrs []net.Addr, laddr net.Addr) []net.Addr {
 // and FallbackDelay >= 0, the first family's addresses in order, raced by
 // the other family's after the delay (Happy Eyeballs); else in order.
 func (rt *Runtime) dialRace(ctx context.Context, d *Dialer, network string, addrs []net.Addr) (*Conn, error) {
+	c, err := rt.dialRaceAddrs(ctx, d, network, addrs)
+	if err != nil && d != nil && d.LocalAddr != nil {
+		// net names the local address a dial was bound to in its error
+		// ("dial tcp 127.0.0.2:0->127.0.0.1:80: connect: ...").
+		if oe, ok := err.(*net.OpError); ok && oe.Source == nil {
+			oe.Source = d.LocalAddr
+		}
+	}
+	return c, err
+}
+
+func (rt *Runtime) dialRaceAddrs(ctx context.Context, d *Dialer, network string, addrs []net.Addr) (*Conn, error) {
 	if d != nil && d.LocalAddr != nil {
 		if addrs = filterLocal(addrs, d.LocalAddr); len(addrs) == 0 {
 			return nil, &net.OpError{Op: "dial", Net: network, Source: d.LocalAddr,

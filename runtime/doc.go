@@ -81,6 +81,28 @@
 // pending-task_work flag and its queue for that long before it sleeps. A connection belongs to one
 // loop for its life.
 //
+// # Where each part lives
+//
+//	loop.go        the loop's iteration: drain the queue, prep, one enter,
+//	               reap (the one place completions run), wake the batch
+//	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
+//	request.go     the MPSC queue, post and the eventfd wake; requests to a
+//	               loop that has exited (handleDead)
+//	op.go          an op's whole life: arm, the slot table keyed by
+//	               user_data, in-flight counts, completeCQE, cancel by
+//	               user_data and its resend
+//	op_wake.go     the eventfd read          op_poll.go  POLLIN / POLLOUT
+//	op_rw.go       net.Conn recv/send         op_cb.go    callback recv/send
+//	op_accept.go   Serve's multishot accept and its back-off timer
+//	               (each: its SQE prep and what its CQE means)
+//	close.go       the one close protocol of every descriptor
+//	netfd.go       a socket's state; conn.go, listener.go, callback.go the
+//	               public types on it; polldesc.go, deadline.go parking
+//	shutdown.go    Shutdown and Close of the whole runtime
+//
+// The ring mechanics (EventfdWake, FileTable of registered files, CQE flags)
+// are netpoll's.
+//
 // # The contract
 //
 // Listen, Dial and DialContext behave like net.Listen and net.Dial for

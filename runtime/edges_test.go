@@ -438,13 +438,6 @@ func TestPostToExitedLoop(t *testing.T) {
 	}
 }
 
-// onLoop runs fn on l and waits for it.
-func onLoop(l *loop, fn func()) {
-	done := make(chan struct{})
-	l.post(request{kind: reqFunc, fn: func() { fn(); close(done) }})
-	<-done
-}
-
 // TestStopClosesConnWithOutputQueued: the runtime stops in the same loop
 // pass in which a callback conn, its read side already ended, queues
 // output and begins closing. Its send is then refused by the stopping

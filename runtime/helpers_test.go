@@ -2,10 +2,19 @@ package runtime
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procStatusBytes returns a "kB" field of /proc/self/status (VmRSS, VmHWM)
@@ -43,3 +52,284 @@ func resetPeakRSS(t testing.TB) {
 
 // peakRSS is VmHWM: the highest RSS since resetPeakRSS.
 func peakRSS(t testing.TB) int64 { return procStatusBytes(t, "VmHWM") }
+
+// countFDs returns the number of open descriptors of the process.
+func countFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// listFDs describes the open descriptors (for failure messages): each
+// fd, what it points at and, for a TCP socket, its local and remote
+// address and state (hex, as /proc/net/tcp has them; st 08 is CLOSE_WAIT).
+func listFDs() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var b strings.Builder
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		fmt.Fprintf(&b, "%s->%s ", e.Name(), target)
+		if ino, ok := strings.CutPrefix(target, "socket:["); ok {
+			ino = strings.TrimSuffix(ino, "]")
+			for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+				data, _ := os.ReadFile(f)
+				for _, line := range strings.Split(string(data), "\n") {
+					if fs := strings.Fields(line); len(fs) > 9 && fs[9] == ino {
+						fmt.Fprintf(&b, "(%s %s st %s) ", fs[1], fs[2], fs[3])
+					}
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// waitFDs waits (up to 5 s) until no more than want descriptors are open.
+func waitFDs(t testing.TB, want int) {
+	t.Helper()
+	end := time.Now().Add(5 * time.Second)
+	for {
+		n := countFDs(t)
+		if n <= want {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d descriptors open after Close, %d before: %s", n, want, listFDs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// raiseNOFILE raises RLIMIT_NOFILE's soft limit to the hard limit (and,
+// with CAP_SYS_RESOURCE, the hard limit to need) and restores it after t.
+// It skips t when fewer than need descriptors can be had.
+func raiseNOFILE(t *testing.T, need uint64) {
+	var orig unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	lim := unix.Rlimit{Cur: orig.Max, Max: orig.Max}
+	if lim.Max < need {
+		try := unix.Rlimit{Cur: need, Max: need}
+		if unix.Setrlimit(unix.RLIMIT_NOFILE, &try) == nil {
+			lim = try
+		}
+	}
+	if lim.Max < need {
+		t.Skipf("RLIMIT_NOFILE hard limit %d < %d (raise it: ulimit -Hn %d)", lim.Max, need, need)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("cannot raise RLIMIT_NOFILE to %d: %v", lim.Cur, err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &orig) })
+}
+
+// startCPUHogs starts n child processes that each spin one CPU for d, and
+// kills them when the test ends.
+func startCPUHogs(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		hog := exec.Command(os.Args[0], "-test.run=^$")
+		hog.Env = append(os.Environ(), "URINGRT_CPU_HOG="+d.String())
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+}
+
+func raiseSoftNOFILE() {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		lim.Cur = lim.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	}
+}
+
+// relWaitFor polls cond until it holds or d passes; it reports whether it held.
+func relWaitFor(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// relServeCB runs the callback API with h on a new loopback listener of rt
+// until the test ends.
+func relServeCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.Serve(ln, h)
+	}()
+	// Serve has taken the listener once a connection is echoed; wait for
+	// that so the cleanup's Close never races with Serve's start.
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("Serve did not return after its listener closed")
+		}
+	})
+	return ln
+}
+
+// relServeConnEcho runs an io.Copy echo server on the net.Conn API.
+func relServeConnEcho(t testing.TB, rt *Runtime) net.Listener {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		rt.Close() // ends the handlers' io.Copy
+		wg.Wait()
+	})
+	return ln
+}
+
+func relDialStd(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newRT(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	if cfg.Backend == BackendAuto {
+		cfg.Backend = BackendUring
+	}
+	rt, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = t.TempDir() + "/s.sock"
+	}
+	ln, err := rt.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		ch <- c
+	}()
+	client, err = rt.Dial(network, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-ch
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func setLinger0(t testing.TB, c net.Conn) {
+	t.Helper()
+	type linger interface{ SetLinger(int) error }
+	if l, ok := c.(linger); ok {
+		l.SetLinger(0)
+		return
+	}
+	if sc, ok := c.(*stdConn); ok {
+		sc.Conn.(*net.TCPConn).SetLinger(0)
+		return
+	}
+	if uc, ok := c.(*Conn); ok {
+		uc.SetLinger(0)
+		return
+	}
+	t.Fatalf("cannot set linger on %T", c)
+}
+
+// onLoop runs fn on l and waits for it.
+func onLoop(l *loop, fn func()) {
+	done := make(chan struct{})
+	l.post(request{kind: reqFunc, fn: func() { fn(); close(done) }})
+	<-done
+}
+
+// idleClients opens n idle connections to addr in a child process
+// (TestMain's URINGRT_IDLE_CLIENT), each echoed once; the returned func
+// makes the child close them all at once and waits for it to exit.
+func idleClients(t testing.TB, addr string, n int) (closeAll func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "URINGRT_IDLE_CLIENT="+addr+","+strconv.Itoa(n))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	closeAll = func() { once.Do(func() { stdin.Close(); cmd.Wait() }) }
+	t.Cleanup(closeAll)
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("client: %q", line)
+	}
+	return closeAll
+}

@@ -11,14 +11,17 @@ import (
 // Config.IdleTimeout closed it.
 var ErrIdleTimeout = errors.New("uringrt: connection closed after IdleTimeout without progress")
 
-// idleTicks is how many sweeps a connection must stay without progress to
-// be closed: sweeps come every IdleTimeout/idleTicks, so a connection is
-// closed between IdleTimeout and (1 + 1/idleTicks) x IdleTimeout after its
-// last progress.
-const idleTicks = 4
+// idleSweeps is how many sweeps come per IdleTimeout. A sweep that finds a
+// connection's progress flag set clears it and stamps the connection with
+// the sweep's time; a sweep that finds it clear closes the connection once
+// IdleTimeout has passed since that stamp. The stamp is after the last
+// progress, so a connection is never closed before IdleTimeout, and at most
+// two sweep intervals later: between IdleTimeout and 1.25 x IdleTimeout
+// (more when the sweeps themselves run late, under load).
+const idleSweeps = 8
 
 // idleSweep is the runtime's sweeper: one goroutine that ticks every
-// IdleTimeout/idleTicks, asks each loop to sweep its callback connections
+// IdleTimeout/idleSweeps, asks each loop to sweep its callback connections
 // and sweeps the net.Conn connections itself. Progress costs a connection a
 // flag store (a plain bool on the loop for a callback conn, an atomic for a
 // net.Conn, stored only when it was clear): no timer per connection or per
@@ -37,7 +40,7 @@ type loopIdle struct {
 // fdIdle is a net.Conn's idle state.
 type fdIdle struct {
 	active atomic.Bool // progress since the last sweep
-	ticks  int         // sweeps without progress (the sweeper's, under rt.mu)
+	seen   int64       // the sweep that last found progress, unix ns (the sweeper's, under rt.mu)
 }
 
 // touch records read or write progress on a net.Conn.
@@ -56,7 +59,7 @@ func (rt *Runtime) startIdleSweep() {
 	rt.idle.stop, rt.idle.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(rt.idle.done)
-		t := time.NewTicker(d / idleTicks)
+		t := time.NewTicker(d / idleSweeps)
 		defer t.Stop()
 		for {
 			select {
@@ -82,17 +85,19 @@ func (rt *Runtime) stopIdleSweep() {
 }
 
 // sweepIdle closes the loop's callback connections without progress for
-// idleTicks sweeps (loop only).
+// IdleTimeout (loop only).
 func (l *loop) sweepIdle() {
+	now := time.Now().UnixNano()
+	timeout := int64(l.rt.cfg.IdleTimeout)
 	for c := range l.cbConns {
 		if c.closing {
 			continue
 		}
 		if c.active {
-			c.active, c.idleTicks = false, 0
+			c.active, c.idleSeen = false, now
 			continue
 		}
-		if c.idleTicks++; c.idleTicks >= idleTicks {
+		if now-c.idleSeen >= timeout {
 			l.idle.closed.Add(1)
 			c.closeOnLoop(ErrIdleTimeout)
 		}
@@ -100,9 +105,11 @@ func (l *loop) sweepIdle() {
 }
 
 // sweepIdleConns closes the net.Conn connections (accepted or dialed)
-// without progress for idleTicks sweeps.
+// without progress for IdleTimeout.
 func (rt *Runtime) sweepIdleConns() {
 	var idle []*netFD
+	now := time.Now().UnixNano()
+	timeout := int64(rt.cfg.IdleTimeout)
 	rt.mu.Lock()
 	for n := range rt.conns {
 		if n.cb || n.ln == nil && !n.dialed || n.closing.Load() {
@@ -110,10 +117,10 @@ func (rt *Runtime) sweepIdleConns() {
 		}
 		if n.idle.active.Load() {
 			n.idle.active.Store(false)
-			n.idle.ticks = 0
+			n.idle.seen = now
 			continue
 		}
-		if n.idle.ticks++; n.idle.ticks >= idleTicks {
+		if now-n.idle.seen >= timeout {
 			idle = append(idle, n)
 		}
 	}

@@ -19,13 +19,14 @@ func idleProbe(t *testing.T, addr string) (net.Conn, time.Time) {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	sent := time.Now() // the server's last progress (its echo) comes after this
 	if _, err := c.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
 		t.Fatal(err)
 	}
-	return c, time.Now() // the server's last progress was before this
+	return c, sent
 }
 
 // checkIdleClose runs one idle and one busy connection against addr: the
@@ -83,7 +84,7 @@ func checkIdleClose(t *testing.T, addr string, timeout time.Duration) {
 // leaves busy connections alone. (Before: nothing ever closed an idle
 // connection.)
 func TestIdleTimeout(t *testing.T) {
-	const timeout = 300 * time.Millisecond
+	const timeout = 600 * time.Millisecond
 	for _, api := range []string{"callback", "conn"} {
 		t.Run(api, func(t *testing.T) {
 			rt, reg := newMetricsRT(t, Config{Loops: 2, IdleTimeout: timeout})
@@ -138,12 +139,12 @@ func TestIdleTimeoutDialedConn(t *testing.T) {
 			io.Copy(io.Discard, c)
 		}
 	}()
+	start := time.Now() // before the conn exists: its idle time starts after
 	c, err := rt.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	start := time.Now()
 	c.SetReadDeadline(start.Add(10 * time.Second))
 	_, err = c.Read(make([]byte, 1))
 	if !errors.Is(err, net.ErrClosed) {

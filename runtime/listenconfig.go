@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -157,12 +158,28 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	nfd := newNetFD(rt, l, fd, family, network)
 	nfd.unlinkPath = unlink
 	nfd.captureLocal()
-	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse)}
+	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse), active: new(atomic.Int64)}
 	nfd.start(true)
 	rt.mu.Lock()
 	rt.listeners[ln] = struct{}{}
 	rt.mu.Unlock()
 	return ln, nil
+}
+
+// reserveConn counts a new connection against Config.MaxConns; false (and
+// nothing counted) when the listener, or its ReusePort group, is full. A
+// compare-and-swap, so loops accepting at once never pass the cap.
+func (ln *listener) reserveConn() bool {
+	max := int64(ln.rt.cfg.MaxConns)
+	for {
+		n := ln.active.Load()
+		if max > 0 && n >= max {
+			return false
+		}
+		if ln.active.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // listenReuse makes a SO_REUSEPORT socket per loop: the first binds the
@@ -175,10 +192,14 @@ func (rt *Runtime) listenReuse(ctx context.Context, lc *ListenConfig, network, a
 			rl.Close()
 			return nil, err
 		}
-		rl.subs = append(rl.subs, ln)
 		if i == 0 {
 			address = ln.Addr().String()
+		} else {
+			// Config.MaxConns caps the group's open connections, as one
+			// listener's (nothing was accepted yet: no Accept or Serve).
+			ln.active = rl.subs[0].active
 		}
+		rl.subs = append(rl.subs, ln)
 	}
 	// The runtime's Close and Shutdown close the group, which closes its
 	// sockets and wakes its Accept callers.

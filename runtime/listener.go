@@ -21,8 +21,8 @@ const sqeAsync = netpoll.SQEAsync
 type listener struct {
 	fd     *netFD
 	rt     *Runtime
-	active atomic.Int64 // open connections accepted here (MaxConns)
-	opts   *listenOpts  // from a ListenConfig (listenconfig.go); nil: defaults
+	active *atomic.Int64 // open connections accepted here (MaxConns); shared by a ReusePort group
+	opts   *listenOpts   // from a ListenConfig (listenconfig.go); nil: defaults
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool
@@ -83,7 +83,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 // a connection whose peer reset it before it was accepted, so that it has
 // no address any more, is closed unseen). False when MaxConns rejected it.
 func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bool) {
-	if max := ln.rt.cfg.MaxConns; max > 0 && ln.active.Load() >= int64(max) {
+	if !ln.reserveConn() { // listenconfig.go: MaxConns, exact across a ReusePort group's loops
 		unix.Close(fd)
 		ln.rt.loops[0].stats.rejected.Add(1)
 		return nil, false
@@ -91,11 +91,11 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 	if rsa == nil {
 		var err error
 		if rsa, err = unix.Getpeername(fd); err != nil {
+			ln.active.Add(-1)
 			unix.Close(fd)
 			return nil, false
 		}
 	}
-	ln.active.Add(1)
 	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
 	l := ln.connLoop()
 	var n *netFD
@@ -165,77 +165,4 @@ func (ln *listener) SetDeadline(t time.Time) error {
 	fd := ln.fd
 	fd.rdl.set(t, func() { fd.rd.interrupt() })
 	return nil
-}
-
-// startServe arms the multishot accept for Serve (on the listener's loop).
-func (l *loop) startServe(ln *listener) {
-	ln.serving = true
-	l.serving = append(l.serving, ln)
-	ln.acceptOp = op{kind: opAcceptCB, fd: ln.fd.fd, ln: ln, nfd: ln.fd}
-	ln.timerOp = op{kind: opTimer, ln: ln}
-	l.arm(&ln.acceptOp)
-}
-
-func (l *loop) stopServe(ln *listener) {
-	if !ln.serving {
-		return
-	}
-	ln.serving = false
-	l.cancelOp(&ln.acceptOp)
-	l.cancelOp(&ln.timerOp)
-	for i, s := range l.serving {
-		if s == ln {
-			l.serving = append(l.serving[:i], l.serving[i+1:]...)
-			break
-		}
-	}
-	if ln.served != nil {
-		close(ln.served)
-		ln.served = nil
-	}
-}
-
-// onAccept runs for each multishot accept CQE.
-func (ln *listener) onAccept(l *loop, o *op) {
-	if o.res >= 0 && !ln.serving {
-		// Accepted after Serve stopped (the multishot accept's cancel
-		// was on its way): nobody serves it.
-		unix.Close(int(o.res))
-	} else if o.res >= 0 {
-		ln.backoff = 0
-		c, ok := ln.newConn(int(o.res), nil, true)
-		if ok {
-			cc := newCallbackConn(c.fd, ln.h, ln)
-			c.fd.l.post(request{kind: reqRegisterCB, cc: cc})
-		}
-	} else if errno := ioErrno(o.res); errno != syscall.ECANCELED {
-		ln.rt.countAcceptError(errno)
-		if errno == syscall.EMFILE || errno == syscall.ENFILE || errno == syscall.ENOBUFS || errno == syscall.ENOMEM {
-			// Out of descriptors: back off without spinning (5 ms doubling
-			// to 1 s, as net/http does), then re-arm.
-			if ln.backoff == 0 {
-				ln.backoff = 5 * time.Millisecond
-			} else if ln.backoff *= 2; ln.backoff > time.Second {
-				ln.backoff = time.Second
-			}
-			ln.rt.logger.Warn("accept failed; backing off", "err", errno.Error(), "backoff", ln.backoff)
-			if !o.armed && ln.serving {
-				ln.timerOp.ts = netpoll.Timespec{Nsec: int64(ln.backoff)}
-				if ln.backoff >= time.Second {
-					ln.timerOp.ts = netpoll.Timespec{Sec: 1}
-				}
-				l.arm(&ln.timerOp)
-			}
-			return
-		}
-	}
-	if !o.armed && ln.serving {
-		l.arm(o)
-	}
-}
-
-func (ln *listener) onTimer(l *loop, o *op) {
-	if ln.serving && !ln.acceptOp.armed {
-		l.arm(&ln.acceptOp)
-	}
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"net"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -110,65 +109,6 @@ func (n *netFD) incref() bool {
 }
 
 func (n *netFD) decref() { n.refs.Add(-1) }
-
-// close implements Close: mark closing, wake parked goroutines, cancel ops
-// in flight, wait until no goroutine uses fd, then let the loop close(2) fd
-// once every CQE of fd is in. It returns when fd is closed.
-func (n *netFD) close() error {
-	if !n.closing.CompareAndSwap(false, true) {
-		return net.ErrClosed
-	}
-	n.rdl.stop()
-	n.wdl.stop()
-	n.rd.interrupt()
-	n.wr.interrupt()
-	n.l.post(request{kind: reqCancel, op: &n.rop})
-	n.l.post(request{kind: reqCancel, op: &n.wop})
-	for n.refs.Load() != 0 {
-		goruntime.Gosched()
-	}
-	n.l.post(request{kind: reqCloseFD, nfd: n})
-	select {
-	case <-n.closed:
-	case <-n.l.done:
-		// The runtime closed and the loop exited before taking the request
-		// (it waited for every CQE, so nothing of fd is in flight): close
-		// here, unless the loop did before it exited.
-		select {
-		case <-n.closed:
-		default:
-			n.finalClose()
-		}
-	}
-	return nil
-}
-
-// dropOp forgets o, whose last CQE came (loop only).
-func (n *netFD) dropOp(o *op) {
-	for i, p := range n.ops {
-		if p == o {
-			last := len(n.ops) - 1
-			n.ops[i] = n.ops[last]
-			n.ops[last] = nil
-			n.ops = n.ops[:last]
-			return
-		}
-	}
-}
-
-// finalClose runs on the loop when no op of fd is in flight (or once the
-// loop has exited). It closes fd once.
-func (n *netFD) finalClose() {
-	if !n.final.CompareAndSwap(false, true) {
-		return
-	}
-	unix.Close(n.fd)
-	if n.unlinkPath != "" {
-		unix.Unlink(n.unlinkPath)
-	}
-	n.rt.untrack(n)
-	close(n.closed)
-}
 
 // captureLocal records the local address once the socket is connected (or
 // accepted): it stays valid for the connection's life and after Close,

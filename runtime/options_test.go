@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -385,6 +386,18 @@ func TestRawConnWaitsThroughRing(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Close did not wake RawConn.Read")
 			}
+			// As in net: SyscallConn after Close still answers, and the
+			// RawConn's methods say net.ErrClosed.
+			rc2, err := c.(syscall.Conn).SyscallConn()
+			if err != nil {
+				t.Fatalf("SyscallConn after Close: %v (Go's net returns a RawConn)", err)
+			}
+			if err := rc2.Control(func(uintptr) {}); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Control after Close: %v, want net.ErrClosed", err)
+			}
+			if err := rc2.Write(func(uintptr) bool { return true }); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("RawConn.Write after Close: %v, want net.ErrClosed", err)
+			}
 		})
 	}
 }
@@ -523,6 +536,18 @@ func TestDialerControlAndLocalAddr(t *testing.T) {
 			bad := &Dialer{Runtime: rt, Control: func(string, string, syscall.RawConn) error { return boom }}
 			if _, err := bad.Dial("tcp", ln.Addr().String()); !errors.Is(err, boom) {
 				t.Errorf("dial with a failing Control: %v", err)
+			}
+			// A refused dial from LocalAddr reads as net's, naming both ends.
+			dead, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadAddr := dead.Addr().String()
+			dead.Close()
+			_, want := (&net.Dialer{LocalAddr: local}).Dial("tcp", deadAddr)
+			_, got := (&Dialer{Runtime: rt, LocalAddr: local}).Dial("tcp", deadAddr)
+			if got == nil || want == nil || got.Error() != want.Error() {
+				t.Errorf("refused dial from %v: %v; Go's net: %v", local, got, want)
 			}
 			// An IPv6 LocalAddr has no IPv4 peer to reach.
 			v6 := &Dialer{Runtime: rt, LocalAddr: &net.TCPAddr{IP: net.IPv6loopback}}
@@ -909,4 +934,41 @@ func TestDialerFallbackRace(t *testing.T) {
 		t.Error("serial dial reached the IPv4 address past a hanging IPv6 one")
 	}
 	<-v6Cancelled
+}
+
+// TestReusePortMaxConns: Config.MaxConns caps a ReusePort group's open
+// connections as it caps one listener's, not each socket's.
+func TestReusePortMaxConns(t *testing.T) {
+	const max, conns = 4, 12
+	rt, reg := newMetricsRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	open := 0
+	go rt.Serve(ln, HandlerFuncs{Open: func(*CallbackConn) { mu.Lock(); open++; mu.Unlock() }})
+	var clients []net.Conn
+	defer func() { closeAll(clients) }()
+	for range conns {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	// Every connection is either served or rejected (closed at once).
+	eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		o := open
+		mu.Unlock()
+		rej := gather(t, reg).sum("uringrt_connections_rejected_total")
+		return o+int(rej) == conns, fmt.Sprintf("open %d + rejected %v != %d", o, rej, conns)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if open != max {
+		t.Errorf("%d connections served over a ReusePort group with MaxConns %d", open, max)
+	}
 }

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary act as a client process for tests that
@@ -32,20 +30,6 @@ func TestMain(m *testing.M) {
 		os.Exit(cpuHog(d))
 	}
 	os.Exit(m.Run())
-}
-
-// startCPUHogs starts n child processes that each spin one CPU for d, and
-// kills them when the test ends.
-func startCPUHogs(t *testing.T, n int, d time.Duration) {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		hog := exec.Command(os.Args[0], "-test.run=^$")
-		hog.Env = append(os.Environ(), "URINGRT_CPU_HOG="+d.String())
-		if err := hog.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-	}
 }
 
 // cpuHog spins one thread for the duration d (a Go duration): load for
@@ -75,7 +59,9 @@ func idleClient(spec string) int {
 			fmt.Println("error:", err)
 			return 1
 		}
-		c.SetDeadline(time.Now().Add(10 * time.Second))
+		// Generous: on a loaded machine a dropped handshake ACK is
+		// retransmitted after seconds.
+		c.SetDeadline(time.Now().Add(60 * time.Second))
 		if _, err := c.Write([]byte{byte(i)}); err != nil {
 			fmt.Println("error:", err)
 			return 1
@@ -198,14 +184,6 @@ func TestCallbackZeroAllocsPerMessage(t *testing.T) {
 	t.Logf("%d messages: %d allocations (%.4f per message)", conns*msgs, m1.Mallocs-m0.Mallocs, per)
 	if per > 0.01 {
 		t.Fatalf("%.4f allocations per message on the callback path, want 0", per)
-	}
-}
-
-func raiseSoftNOFILE() {
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
-		lim.Cur = lim.Max
-		unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
 	}
 }
 

@@ -113,8 +113,8 @@ func (c rawConn) waitRead() {
 
 func (c rawConn) opError(op string, err error) error {
 	e := c.fd.opError(op, err).(*net.OpError)
-	if op == "raw-control" {
-		e.Source = nil
+	if op == "raw-control" { // net names only the local address here
+		e.Source, e.Addr = nil, c.fd.laddr()
 	}
 	return e
 }
@@ -145,11 +145,10 @@ func (fd *netFD) dupFile(remote bool) (*os.File, error) {
 
 // SyscallConn returns the connection's syscall.RawConn (a syscall.Conn,
 // as *net.TCPConn is). Its Read and Write wait for readiness through the
-// loop's ring; the descriptor is nonblocking and owned by the runtime.
+// loop's ring; the descriptor is nonblocking and owned by the runtime. As
+// with net, it never fails: after Close the RawConn's methods return
+// net.ErrClosed.
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
-	if c.fd.closing.Load() {
-		return nil, c.fd.opError("raw-conn", net.ErrClosed)
-	}
 	return rawConn{fd: c.fd, polled: c.fd.rt.cfg.Pollable == PollHybrid}, nil
 }
 
@@ -161,9 +160,6 @@ func (c *Conn) File() (*os.File, error) { return c.fd.dupFile(true) }
 // SyscallConn returns the listening socket's syscall.RawConn; Read waits
 // for a pending connection through the loop.
 func (ln *listener) SyscallConn() (syscall.RawConn, error) {
-	if ln.fd.closing.Load() {
-		return nil, ln.fd.opError("raw-conn", net.ErrClosed)
-	}
 	return rawConn{fd: ln.fd, polled: true}, nil
 }
 

@@ -46,7 +46,7 @@ func TestSoakChurn(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		goruntime.GC()
 		debug.FreeOSMemory()
-		return relFdCount(t), goruntime.NumGoroutine(), relRssBytes(t)
+		return countFDs(t), goruntime.NumGoroutine(), relRssBytes(t)
 	}
 	fds0, gs0, rss0 := settle()
 

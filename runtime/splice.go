@@ -299,9 +299,20 @@ func (fd *netFD) lockWrite() func() {
 }
 
 // doneRead and doneWrite count one chunk moved, as one Read or Write
-// (waited: it needed a poll arm).
-func (fd *netFD) doneRead(n int64, waited bool)  { fd.l.countRead(int(n), waited) }
-func (fd *netFD) doneWrite(n int64, waited bool) { fd.l.countWrite(int(n), waited) }
+// (waited: it needed a poll arm), and stamp progress for IdleTimeout.
+func (fd *netFD) doneRead(n int64, waited bool) {
+	if n > 0 {
+		fd.touch()
+	}
+	fd.l.countRead(int(n), waited)
+}
+
+func (fd *netFD) doneWrite(n int64, waited bool) {
+	if n > 0 {
+		fd.touch()
+	}
+	fd.l.countWrite(int(n), waited)
+}
 
 // stdEnd is a *net.TCPConn or stream *net.UnixConn of Go's net as a splice
 // end: its syscall.RawConn waits through Go's netpoller and holds its own

@@ -53,7 +53,8 @@ type udpRing struct {
 // recvmsg. It returns nil when the kernel cannot (the caller keeps the
 // nonblock path).
 func startUDPRing(fd *netFD) *udpRing {
-	if !fd.rt.features.MultishotRecv || !fd.rt.features.BufRing {
+	cfg := &fd.rt.cfg
+	if !fd.rt.features.MultishotRecv || !fd.rt.features.BufRing || cfg.DisableMultishot || cfg.DisableBufRing {
 		return nil
 	}
 	ur := &udpRing{fd: fd}
@@ -106,6 +107,9 @@ func (ur *udpRing) onCQE(l *loop, o *op) {
 			r.errno = syscall.EIO // a completion without a buffer: never for recvmsg
 		}
 		r.buf, r.n = uint16(o.flags>>16), o.res
+	}
+	if r.errno == syscall.ENOBUFS {
+		l.stats.enobufs.Add(1) // uringrt_buffer_ring_exhausted_total
 	}
 	if r.errno != syscall.ENOBUFS && r.errno != syscall.ECANCELED {
 		// ENOBUFS: every buffer waits to be read; the datagrams wait in

@@ -640,7 +640,7 @@ func TestUDPUnknownNetwork(t *testing.T) {
 // and is re-armed), with their control messages; SyscallConn's Read says
 // it is unsupported.
 func TestUDPMultishotRecvmsg(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1, UDPRecvMultishot: true})
+	rt, reg := newMetricsRT(t, Config{Loops: 1, UDPRecvMultishot: true})
 	pc, err := rt.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -676,5 +676,12 @@ func TestUDPMultishotRecvmsg(t *testing.T) {
 		if err != nil || len(msgs) != 1 || msgs[0].Header.Type != unix.IP_PKTINFO {
 			t.Fatalf("datagram %d: control messages %v (%v), want IP_PKTINFO", i, msgs, err)
 		}
+	}
+	// 80 datagrams into 16 buffers: the multishot ran out at least once.
+	if v := gather(t, reg).sum("uringrt_buffer_ring_exhausted_total"); v < 1 {
+		t.Errorf("uringrt_buffer_ring_exhausted_total = %v, want >= 1", v)
+	}
+	if v := gather(t, reg).sum("uringrt_udp_received_datagrams_total"); v != count {
+		t.Errorf("uringrt_udp_received_datagrams_total = %v, want %d", v, count)
 	}
 }

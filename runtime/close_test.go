@@ -1,0 +1,264 @@
+package runtime
+
+// Close leaves nothing: goroutines, descriptors, spinning loops.
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestCloseLeavesNothing: a runtime started and closed inside the test,
+// with listeners, a Serve loop, connections open and a Read parked, leaves
+// no goroutine and no descriptor behind.
+func TestCloseLeavesNothing(t *testing.T) {
+	for _, tier := range tiers {
+		if tier.name == "nobatch" {
+			continue
+		}
+		t.Run(tier.name, func(t *testing.T) {
+			// Warm Go's own netpoller (its epoll fd lives for the process).
+			if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+				l.Close()
+			}
+			opts := goleak.IgnoreCurrent()
+			fds := countFDs(t)
+			cfg := tier.cfg
+			if cfg.Backend == BackendAuto {
+				cfg.Backend = BackendUring
+			}
+			rt, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln1, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			acceptDone := make(chan struct{})
+			go func() {
+				defer close(acceptDone)
+				for {
+					c, err := ln1.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						io.Copy(c, c)
+					}()
+				}
+			}()
+			ln2, err := rt.Listen("unix", t.TempDir()+"/cb.sock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveDone := make(chan error, 1)
+			go func() { serveDone <- rt.Serve(ln2, EchoHandler{}) }()
+			var stdClients []net.Conn
+			for i := 0; i < 4; i++ {
+				echoOnce(t, rt, ln1.Addr().String(), "conn")  // opened and closed
+				c, err := rt.Dial("tcp", ln1.Addr().String()) // left open
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Write([]byte("x"))
+				io.ReadFull(c, make([]byte, 1))
+				gc, err := net.Dial("unix", ln2.Addr().String()) // left open
+				if err != nil {
+					t.Fatal(err)
+				}
+				gc.SetDeadline(time.Now().Add(5 * time.Second))
+				gc.Write([]byte("y"))
+				if _, err := io.ReadFull(gc, make([]byte, 1)); err != nil {
+					t.Fatal(err)
+				}
+				stdClients = append(stdClients, gc)
+			}
+			// A Read parked on a conn whose peer (Go's net, not closed by
+			// rt.Close) stays silent: only Close can end it.
+			gl, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gl.Close()
+			peer := make(chan net.Conn, 1)
+			go func() {
+				c, _ := gl.Accept()
+				peer <- c
+			}()
+			parked := make(chan error, 1)
+			pc, err := rt.Dial("tcp", gl.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pcPeer := <-peer
+			go func() {
+				_, err := pc.Read(make([]byte, 1))
+				parked <- err
+			}()
+			time.Sleep(20 * time.Millisecond)
+			if err := rt.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := <-parked; !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Read parked across Close: %v, want net.ErrClosed", err)
+			}
+			for _, ch := range []<-chan struct{}{acceptDone} {
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+					t.Fatal("Accept did not return after Close")
+				}
+			}
+			select {
+			case err := <-serveDone:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Serve did not return after Close")
+			}
+			// The peers see the close.
+			for _, gc := range stdClients {
+				if _, err := gc.Read(make([]byte, 1)); err == nil {
+					t.Error("callback conn still open after Close")
+				}
+				gc.Close()
+			}
+			gl.Close()
+			if pcPeer != nil {
+				pcPeer.Close()
+			}
+			goleak.VerifyNone(t, opts)
+			waitFDs(t, fds)
+		})
+	}
+}
+
+// TestIdleReadableNoSpin: a socket that is readable (unread bytes, a
+// peer's FIN, a pending connection) but that nobody reads must not keep the
+// loop busy: with single-shot polls (DisableMultishot) re-arming the POLLIN
+// at once fired again at once, a busy loop burning a core.
+func TestIdleReadableNoSpin(t *testing.T) {
+	for _, tier := range tiers {
+		if tier.cfg.Backend == BackendStd {
+			continue
+		}
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			c, s := pair(t, rt, "tcp")
+			c2, s2 := pair(t, rt, "tcp")
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			// s was read once (its POLLIN consumed), then gets bytes nobody reads.
+			c.Write([]byte("a"))
+			s.Read(make([]byte, 1))
+			c.Write([]byte("unread"))
+			c2.Write([]byte("b"))
+			s2.Read(make([]byte, 1))
+			c2.Close() // s2: a FIN nobody reads
+			go func() {
+				if ac, err := ln.Accept(); err == nil { // one accept, then none
+					ac.Close()
+				}
+			}()
+			for i := 0; i < 2; i++ { // the second waits in the backlog
+				gc, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer gc.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+			cpu0 := cpuTime()
+			time.Sleep(300 * time.Millisecond)
+			cpu := cpuTime() - cpu0
+			t.Logf("%v CPU in 300ms idle", cpu)
+			if cpu > 60*time.Millisecond {
+				t.Fatalf("%v CPU in 300ms with readable sockets nobody reads: the loop spins", cpu)
+			}
+			// And they are still served when read.
+			s.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if b, err := io.ReadAll(io.LimitReader(s, 6)); err != nil || string(b) != "unread" {
+				t.Fatalf("read after idle: %q, %v", b, err)
+			}
+			s2.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, err := s2.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				t.Fatalf("read of FIN after idle: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// TestCloseRacesRuntimeClose: closing a listener or connections while, or
+// after, the runtime closes returns promptly, and when Runtime.Close
+// returns every descriptor of the runtime is closed. (A Conn.Close racing
+// Runtime.Close used to post its close to a loop that had already stopped
+// and hang forever; so did closing a Serve listener after Runtime.Close.)
+func TestCloseRacesRuntimeClose(t *testing.T) {
+	for _, tier := range tiers {
+		if tier.cfg.Backend == BackendStd || tier.name == "nobatch" {
+			continue
+		}
+		t.Run(tier.name, func(t *testing.T) {
+			opts := goleak.IgnoreCurrent()
+			fds := countFDs(t)
+			cfg := tier.cfg
+			cfg.Backend = BackendUring
+			rt, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go rt.Serve(ln, EchoHandler{})
+			var conns []net.Conn
+			for i := 0; i < 64; i++ {
+				c, err := rt.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, c)
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, c := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					c.Close()
+				}()
+			}
+			close(start)
+			rt.Close()
+			if n := countFDs(t); n > fds {
+				t.Errorf("%d descriptors open when Runtime.Close returned, %d before: %s", n, fds, listFDs())
+			}
+			done := make(chan struct{})
+			go func() {
+				wg.Wait()
+				ln.Close() // after Runtime.Close
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Conn.Close or Listener.Close hung across Runtime.Close")
+			}
+			goleak.VerifyNone(t, opts)
+			waitFDs(t, fds)
+		})
+	}
+}

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/netpoll"
+)
+
+// The poll arm of the hybrid policy (nonblock try, then poll arm): a
+// multishot POLLIN per netFD that parked readers wait on, and a one-shot
+// POLLOUT a writer arms when its send found the socket full.
+
+// prepPoll preps IORING_OP_POLL_ADD: POLLIN|POLLRDHUP (multishot unless
+// Config.DisableMultishot, 5.13+) or POLLOUT (one-shot).
+func (l *loop) prepPoll(sqe *netpoll.SQE, o *op) {
+	if o.kind == opPollIn {
+		sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP, !l.rt.cfg.DisableMultishot)
+	} else {
+		sqe.PrepPollAdd(o.fd, unix.POLLOUT, false)
+	}
+	l.stats.pollArms.Add(1)
+	l.polls++
+}
+
+// completePollIn wakes the parked reader (and, on POLLERR/POLLHUP, the
+// writer), remembering a hang-up: the end of the stream posts no further
+// CQE, so a short read no longer means another will come.
+func (l *loop) completePollIn(o *op) {
+	if o.res > 0 && o.res&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
+		o.nfd.rdHup.Store(true)
+	}
+	if o.res >= 0 || !o.armed {
+		l.wakes = append(l.wakes, &o.nfd.rd)
+		if o.res > 0 && o.res&(unix.POLLERR|unix.POLLHUP) != 0 {
+			l.wakes = append(l.wakes, &o.nfd.wr)
+		}
+	}
+	if !o.armed {
+		// Single-shot, or a multishot the kernel ended: the next reader
+		// that finds EAGAIN re-arms it (rearmPollIn). Re-arming here
+		// would fire again at once on a socket readable but unread (a
+		// pending connection, bytes or a FIN nobody reads): a busy loop.
+		o.nfd.pollInIdle.Store(true)
+	}
+}
+
+// completePollOut wakes the parked writer.
+func (l *loop) completePollOut(o *op) {
+	l.wakes = append(l.wakes, &o.nfd.wr)
+}

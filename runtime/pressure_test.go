@@ -1,0 +1,312 @@
+package runtime
+
+// Bounded memory and bursts: slow peers, backpressure, full rings.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ---- bounded memory ----
+
+// relSmallBufDialer dials with 16 KiB socket buffers set before connect, so
+// a peer that does not read fills the path quickly.
+var relSmallBufDialer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+	return rc.Control(func(fd uintptr) {
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 16<<10)
+	})
+}}
+
+// TestCallbackBackpressure: a peer that writes a lot and does not read
+// makes the server's queued output reach MaxWriteBuffer; the loop then
+// stops reading that connection, so the queue stays within the cap plus
+// what the recvs already in flight delivered; once the peer reads, every
+// byte arrives intact.
+func TestCallbackBackpressure(t *testing.T) {
+	for _, tier := range relCbTiers[:4] {
+		t.Run(tier.name, func(t *testing.T) {
+			const maxWB = 64 << 10
+			cfg := tier.cfg
+			cfg.Loops = 1
+			cfg.MaxWriteBuffer = maxWB
+			rt := newRT(t, cfg)
+			var maxQueued atomic.Int64
+			var paused atomic.Bool
+			h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+				c.Write(d)
+				q := int64(c.outq.n)
+				if q > maxQueued.Load() {
+					maxQueued.Store(q)
+				}
+				if c.paused {
+					paused.Store(true)
+				}
+			}}
+			ln := relServeCB(t, rt, h)
+			c, err := relSmallBufDialer.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			const total = 16 << 20
+			end := relTestDeadline(t, 30*time.Second)
+			c.SetDeadline(end)
+			var written atomic.Int64
+			werr := make(chan error, 1)
+			go func() {
+				buf := make([]byte, 32<<10)
+				for off := 0; off < total; off += len(buf) {
+					relFillPattern(buf, int64(off))
+					n, err := c.Write(buf)
+					written.Add(int64(n))
+					if err != nil {
+						werr <- err
+						return
+					}
+				}
+				werr <- nil
+			}()
+			// Wait until the writer stalls: the server stopped reading.
+			last, stalledSince := int64(-1), time.Now()
+			for time.Now().Before(end) {
+				w := written.Load()
+				if w != last {
+					last, stalledSince = w, time.Now()
+				} else if time.Since(stalledSince) > 300*time.Millisecond {
+					break
+				}
+				if w == total {
+					t.Fatalf("the peer wrote all %d bytes without reading: the server never pushed back", total)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// What may sit in the queue: the cap, plus the data of recv CQEs
+			// already posted when the loop cancelled the recv (one buffer
+			// for single-shot recv; for multishot, those in the batch).
+			bufSize, bufs := rt.Config().BufferSize, rt.Config().Buffers
+			if br := rt.loops[0].bufRing; br != nil {
+				bufSize, bufs = int(br.Size()), int(br.Count()) // incremental rings: fewer, larger buffers
+			}
+			limit := int64(maxWB + bufSize)
+			if !cfg.DisableMultishot && !cfg.DisableBufRing {
+				limit = int64(maxWB + bufs*bufSize)
+			}
+			t.Logf("stalled after %d bytes written; max queued %d (cap %d, limit %d)", last, maxQueued.Load(), maxWB, limit)
+			if !paused.Load() {
+				t.Fatalf("the connection never paused reading (max queued %d)", maxQueued.Load())
+			}
+			if q := maxQueued.Load(); q > limit {
+				t.Fatalf("queued output reached %d bytes, over cap %d + in-flight recv data (%d)", q, maxWB, limit)
+			}
+			// Now read: everything arrives intact and the writer finishes.
+			buf := make([]byte, 64<<10)
+			for off := 0; off < total; {
+				n, err := c.Read(buf)
+				if cerr := relCheckPattern(buf[:n], int64(off)); cerr != nil {
+					t.Fatal(cerr)
+				}
+				off += n
+				if err != nil && off < total {
+					t.Fatalf("read after %d bytes: %v", off, err)
+				}
+			}
+			if err := <-werr; err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+		})
+	}
+}
+
+// TestConnWriteBlocksAndHonoursDeadline: on the net.Conn API, a Write to a
+// peer that does not read blocks when the socket is full and returns a
+// timeout at its deadline with the count written; the peer then reads
+// exactly that many bytes, intact.
+func TestConnWriteBlocksAndHonoursDeadline(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			rt := newRT(t, tier.cfg)
+			c, s := pair(t, rt, "tcp")
+			buf := make([]byte, 32<<20)
+			relFillPattern(buf, 0)
+			start := time.Now()
+			c.SetWriteDeadline(start.Add(200 * time.Millisecond))
+			n, err := c.Write(buf)
+			el := time.Since(start)
+			if !errors.Is(err, os.ErrDeadlineExceeded) || n <= 0 || n >= len(buf) {
+				t.Fatalf("Write to a peer that does not read = %d, %v; want 0 < n < %d and a timeout", n, err, len(buf))
+			}
+			if el < 150*time.Millisecond || el > 5*time.Second {
+				t.Fatalf("Write returned after %v, want about its 200ms deadline", el)
+			}
+			c.Close()
+			s.SetReadDeadline(relTestDeadline(t, 20*time.Second))
+			got, err := io.ReadAll(s)
+			if err != nil {
+				t.Fatalf("peer read: %v", err)
+			}
+			if len(got) != n {
+				t.Fatalf("peer got %d bytes, Write reported %d", len(got), n)
+			}
+			if err := relCheckPattern(got, 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestManySlowPeersBoundedRSS: 1,000 peers that write and never read; the
+// callback server's output per connection is capped at 64 KiB (plus the
+// data of recvs already completed when it paused), so RSS stays bounded.
+func TestManySlowPeersBoundedRSS(t *testing.T) {
+	const peers, maxWB = 1000, 64 << 10
+	rt := newRT(t, Config{Loops: 2, MaxWriteBuffer: maxWB, Buffers: 16})
+	var maxQueued atomic.Int64
+	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		if q := int64(c.outq.n); q > maxQueued.Load() {
+			maxQueued.Store(q)
+		}
+	}}
+	ln := relServeCB(t, rt, h)
+	debug.FreeOSMemory()
+	before := relRssBytes(t)
+	end := relTestDeadline(t, 30*time.Second)
+	payload := make([]byte, 1<<20)
+	relFillPattern(payload, 0)
+	var wg sync.WaitGroup
+	var werrs atomic.Int64
+	conns := make([]net.Conn, 0, peers)
+	for i := 0; i < peers; i++ {
+		c, err := relSmallBufDialer.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Write until the path is full (the deadline ends it).
+			c.SetWriteDeadline(time.Now().Add(1500 * time.Millisecond))
+			if _, err := c.Write(payload); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				werrs.Add(1)
+			}
+		}()
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	wg.Wait()
+	if time.Now().After(end) {
+		t.Fatal("ran out of time")
+	}
+	after := relRssBytes(t)
+	// Per connection: the cap plus what the recvs in flight when it paused
+	// delivered (at most the loop's buffer ring, 16 x 4 KiB here), held in
+	// up to two slices (queued and being sent) that keep their capacity.
+	perConn := 2 * (maxWB + 16*rt.Config().BufferSize)
+	limit := int64(peers*perConn + 64<<20)
+	t.Logf("RSS %d MiB -> %d MiB (growth %d MiB, limit %d MiB); max queued per conn %d; write errors %d",
+		before>>20, after>>20, (after-before)>>20, limit>>20, maxQueued.Load(), werrs.Load())
+	if werrs.Load() != 0 {
+		t.Errorf("%d peers' writes failed with other than a timeout", werrs.Load())
+	}
+	if maxQueued.Load() < maxWB {
+		t.Errorf("no connection reached its cap (max queued %d): the test did not load the server", maxQueued.Load())
+	}
+	if raceBuild() {
+		t.Logf("-race: RSS includes the race detector's shadow memory; not checked")
+		return
+	}
+	if after-before > limit {
+		t.Fatalf("RSS grew by %d MiB with %d slow peers, over %d MiB", (after-before)>>20, peers, limit>>20)
+	}
+}
+
+// ---- bursts ----
+
+// relBurstEcho runs conns connections that each send size bytes at once and
+// verify the echo.
+func relBurstEcho(t *testing.T, addr string, conns, size int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	start := make(chan struct{})
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		cs[i] = relDialStd(t, addr)
+	}
+	for i, c := range cs {
+		wg.Add(1)
+		go func(i int, c net.Conn) {
+			defer wg.Done()
+			<-start
+			if err := relEchoCheck(c, size, 60*time.Second, rand.New(rand.NewSource(int64(i)))); err != nil {
+				errs <- fmt.Errorf("conn %d: %w", i, err)
+			}
+		}(i, c)
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestBurstBufferRingExhaustedAndCQOverflow: 8 provided buffers and an SQ
+// of 8 (CQ 32) under a burst on 100 connections: the buffer ring runs dry
+// (ENOBUFS), the SQ fills, the CQ overflows, and no byte or completion is
+// lost.
+func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rt := newRT(t, Config{Loops: 1, Buffers: 8, BufferSize: 1024, RingEntries: 8, Registerer: reg})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring on this kernel")
+	}
+	ln := relServeCB(t, rt, relEchoHandler(false))
+	relBurstEcho(t, ln.Addr().String(), 100, 32<<10)
+	enobufs := relMetricSum(t, reg, "uringrt_buffer_ring_exhausted_total")
+	sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
+	over := relMetricSum(t, reg, "uringrt_cq_overflows_total")
+	t.Logf("ENOBUFS %v, SQ full %v, CQ overflows %v", enobufs, sqFull, over)
+	if enobufs == 0 {
+		t.Error("the buffer ring never ran dry: the burst did not test ENOBUFS")
+	}
+	if sqFull == 0 {
+		t.Error("the SQ never filled: the burst did not test SQ full")
+	}
+}
+
+// TestBurstConnAPISQFull: the net.Conn API with an SQ of 8 and 200
+// connections (ring policy: every op is an SQE): the SQ fills and the loop
+// submits and retries; every byte arrives intact.
+func TestBurstConnAPISQFull(t *testing.T) {
+	for _, pol := range []Pollable{PollHybrid, PollRing} {
+		t.Run(pol.String(), func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Registerer: reg})
+			ln := relServeConnEcho(t, rt)
+			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
+			sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
+			t.Logf("SQ full %v, CQ overflows %v", sqFull, relMetricSum(t, reg, "uringrt_cq_overflows_total"))
+			if sqFull == 0 {
+				t.Error("the SQ never filled: the burst did not test SQ full")
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/uringrt/uringrt/sched"
+)
+
+// Shutdown stops accepting, asks connections to finish and waits for them,
+// then closes the runtime. Callback connections stop reading and close once
+// their queued output is sent; net.Conn connections get a read deadline of
+// now, so a handler blocked in Read returns and closes. If ctx ends first,
+// everything still open is closed and ctx.Err() is returned.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	lns, _, _ := rt.snapshotLocked()
+	rt.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, l := range rt.loops {
+		l.post(request{kind: reqShutdownCB})
+	}
+	rt.mu.Lock()
+	var wait chan struct{}
+	if rt.connCountLocked() > 0 {
+		wait = make(chan struct{})
+		rt.drained = wait
+	}
+	_, conns, stds := rt.snapshotLocked()
+	rt.mu.Unlock()
+	now := time.Now()
+	for _, fd := range conns {
+		if !fd.cb { // callback conns were told through their loops
+			(&Conn{fd: fd}).SetReadDeadline(now)
+		}
+	}
+	for _, c := range stds {
+		c.SetReadDeadline(now)
+	}
+	var err error
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if cerr := rt.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every listener and connection, cancels everything in flight,
+// waits for those CQEs, and releases the rings and workers: afterwards no
+// goroutine or descriptor of the runtime is left. It returns nil, or an
+// error when the worker pool's handlers did not finish within 5 s. It is
+// idempotent.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	lns, conns, stds := rt.snapshotLocked()
+	rt.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	for _, c := range stds {
+		c.Close()
+	}
+	// Every net.Conn is closed at once (their loops cancel and close them
+	// in batches), then each is awaited, also when a concurrent Close owns
+	// it: before the loops stop.
+	var wg sync.WaitGroup
+	for _, fd := range conns {
+		if fd.cb {
+			continue // a callback conn: its loop closes it
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fd.close()
+			<-fd.closed
+		}()
+	}
+	wg.Wait()
+	rt.stopLoops()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return rt.pool.Close(ctx, sched.CancelQueued)
+}
