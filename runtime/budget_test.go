@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestOutQueueChunks: the output queue copies bytes in order across
@@ -163,7 +166,11 @@ func TestPauseOvershootBounded(t *testing.T) {
 		}
 	}})
 	s := startSlowReaders(t, ln.Addr().String(), 8, 16<<20, time.Second)
-	limit := int64(maxWB + recvLimit + rt.Config().BufferSize + outBigChunk)
+	bufSize := rt.Config().BufferSize
+	if br := rt.loops[0].bufRing; br != nil {
+		bufSize = int(br.Size()) // incremental rings use larger buffers
+	}
+	limit := int64(maxWB + recvLimit + bufSize + outBigChunk)
 	t.Logf("8 peers wrote %d KiB; max queued per conn %d KiB (bound %d KiB)", s.total()>>10, maxQueued.Load()>>10, limit>>10)
 	if !rt.recvLimitOn() {
 		t.Skip("the kernel refused the multishot recv byte limit (6.17+)")
@@ -255,5 +262,57 @@ func TestThousandSlowReadersBudget(t *testing.T) {
 	}
 	if after-base > afterLimit {
 		t.Errorf("after the drain RSS is %d MiB over the baseline, over %d MiB", (after-base)>>20, afterLimit>>20)
+	}
+}
+
+// TestOutQueueSendmsgSpansChunks: nextVec covers every queued chunk in one
+// set of iovecs, and sent frees each chunk a (possibly short) sendmsg
+// finished, with bytes written while it was in flight kept in order.
+func TestOutQueueSendmsgSpansChunks(t *testing.T) {
+	rt := &Runtime{cfg: Config{MaxBufferedBytes: -1}}
+	l := &loop{rt: rt}
+	var q outQueue
+	off := int64(0)
+	write := func(n int) {
+		p := make([]byte, n)
+		relFillPattern(p, off)
+		off += int64(n)
+		q.write(l, p)
+	}
+	for _, n := range []int{3000, 70000, 1, 200000} {
+		write(n)
+	}
+	var got []byte
+	var iov []unix.Iovec
+	for round := 0; q.n > 0; round++ {
+		var total int
+		iov, total = q.nextVec(iov)
+		if round == 0 && len(iov) < 2 {
+			t.Fatalf("%d iovecs for %d bytes in %d chunks", len(iov), q.n, len(q.chunks))
+		}
+		// The kernel takes a prefix of the iovecs: 40,000 bytes at most.
+		m := min(total, 40000)
+		taken := 0
+		for _, v := range iov {
+			b := unsafe.Slice(v.Base, v.Len)
+			k := min(len(b), m-taken)
+			got = append(got, b[:k]...)
+			taken += k
+			if taken == m {
+				break
+			}
+		}
+		if short := q.sent(l, m); short != (m < total) {
+			t.Fatalf("sent(%d of %d) reported short=%v", m, total, short)
+		}
+		if round == 1 {
+			write(5000) // queued while the queue drains
+		}
+	}
+	if err := relCheckPattern(got, 0); err != nil || int64(len(got)) != off {
+		t.Fatalf("got %d bytes (want %d): %v", len(got), off, err)
+	}
+	if q.held != 0 || len(q.chunks) != 0 || l.budget.held.Load() != 0 {
+		t.Fatalf("drained queue holds %d bytes in %d chunks; accounted %d", q.held, len(q.chunks), l.budget.held.Load())
 	}
 }

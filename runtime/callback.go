@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -22,7 +24,9 @@ type CallbackConn struct {
 	// loop-owned
 	recvOp    op
 	sendOp    op
-	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
+	sendIov   []unix.Iovec // the iovecs of a sendmsg in flight (sendOp)
+	sendMsg   unix.Msghdr  // its msghdr, read by the kernel until the CQE
+	outq      outQueue     // queued output, in chunks of the loop's pool (outq.go)
 	dirty     bool
 	paused    bool  // over the memory budget (budget.go): not reading
 	active    bool  // read or write progress since the last idle sweep (idle.go)

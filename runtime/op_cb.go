@@ -3,6 +3,7 @@ package runtime
 import (
 	"io"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -32,8 +33,48 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 	}
 }
 
-// prepCBSend preps the send of the conn's submitted output.
-func prepCBSend(sqe *netpoll.SQE, o *op) { sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL) }
+// prepCBSend preps the send of the conn's submitted output: a send of one
+// chunk, or a sendmsg of several (prepSend).
+func prepCBSend(sqe *netpoll.SQE, o *op) {
+	if o.cc != nil && o.cc.sendsMsg() {
+		sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.sendMsg), unix.MSG_NOSIGNAL)
+		return
+	}
+	sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+}
+
+// prepSend points sendOp at the queued output: a send of the head chunk
+// when it is all that is queued, else a sendmsg of every queued chunk (up
+// to maxSendIov), so a connection's output leaves in one SQE per loop
+// iteration however many chunks it fills.
+func (c *CallbackConn) prepSend() {
+	if len(c.outq.chunks) <= 1 {
+		c.sendOp.buf = c.outq.next()
+		c.sendMsg.Iovlen = 0
+		return
+	}
+	c.sendIov, _ = c.outq.nextVec(c.sendIov)
+	c.sendOp.buf = nil
+	c.sendMsg = unix.Msghdr{Iov: &c.sendIov[0]}
+	c.sendMsg.SetIovlen(len(c.sendIov))
+}
+
+// dropSendVec forgets the iovecs of the sendmsg whose CQE came, so they no
+// longer keep its chunks reachable after the pool dropped them.
+func (c *CallbackConn) dropSendVec() {
+	if c.sendMsg.Iovlen == 0 {
+		return
+	}
+	clear(c.sendIov)
+	c.sendIov = c.sendIov[:0]
+	if cap(c.sendIov) > 8 {
+		c.sendIov = nil // a long queue's array goes too
+	}
+	c.sendMsg = unix.Msghdr{}
+}
+
+// sendsMsg reports whether sendOp is a sendmsg of c.sendMsg (prepSend).
+func (c *CallbackConn) sendsMsg() bool { return c.sendMsg.Iovlen > 0 }
 
 // onRecv handles a recv CQE.
 func (c *CallbackConn) onRecv(o *op) {
@@ -132,7 +173,7 @@ func (l *loop) flushCB() {
 		if c.sendOp.armed || c.outq.n == 0 {
 			continue
 		}
-		c.sendOp.buf = c.outq.next()
+		c.prepSend()
 		l.arm(&c.sendOp)
 	}
 	l.dirty = l.dirty[:0]
@@ -143,6 +184,7 @@ func (l *loop) flushCB() {
 func (c *CallbackConn) onSend(o *op) {
 	l := c.l
 	o.buf = nil
+	c.dropSendVec()
 	if o.res < 0 {
 		c.outq.sent(l, 0)
 		if o.res != -int32(syscall.ECANCELED) {
@@ -159,7 +201,7 @@ func (c *CallbackConn) onSend(o *op) {
 		c.active = true
 	}
 	if c.outq.sent(l, int(o.res)) && !c.failed() {
-		o.buf = c.outq.next() // a short send: the rest now
+		c.prepSend() // a short send: the rest now
 		l.arm(o)
 		return
 	}

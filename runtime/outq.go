@@ -1,5 +1,7 @@
 package runtime
 
+import "golang.org/x/sys/unix"
+
 // outQueue is a callback connection's queued output: a list of chunks taken
 // from its loop's chunk pool. Bytes are copied in at the tail and leave from
 // the head, one chunk per send SQE; a chunk is returned to the pool as soon
@@ -102,6 +104,39 @@ func (q *outQueue) next() []byte {
 	return b
 }
 
+// maxSendIov bounds the chunks one send SQE covers (sendmsg's iovecs).
+const maxSendIov = 64
+
+// nextVec is next for every queued chunk at once, up to maxSendIov: it
+// fills iov (reusing its array) with the unsent part of the head chunk and
+// the chunks after it, marks all of them in flight and returns the iovecs
+// and the bytes they cover. One sendmsg SQE then moves the whole queue
+// where one send per chunk needed a CQE and a loop iteration each.
+func (q *outQueue) nextVec(iov []unix.Iovec) ([]unix.Iovec, int) {
+	iov = iov[:0]
+	if q.n == 0 || len(q.chunks) == 0 {
+		return iov, 0
+	}
+	total := 0
+	for i, c := range q.chunks {
+		if i == maxSendIov {
+			break
+		}
+		if i == 0 {
+			c = c[q.head:]
+		}
+		if len(c) == 0 {
+			continue
+		}
+		v := unix.Iovec{Base: &c[0]}
+		v.SetLen(len(c))
+		iov = append(iov, v)
+		total += len(c)
+	}
+	q.inflight = total
+	return iov, total
+}
+
 // pending reports bytes queued that no send in flight covers.
 func (q *outQueue) pending() int { return q.n - q.inflight }
 
@@ -109,12 +144,22 @@ func (q *outQueue) pending() int { return q.n - q.inflight }
 // frees the head chunk once all of it is sent. It returns true when part
 // of the bytes in flight was not sent (a short send: submit next again).
 func (q *outQueue) sent(l *loop, m int) bool {
-	q.head += m
 	q.n -= m
-	q.inflight -= m
-	short := q.inflight > 0
+	short := q.inflight > m
 	q.inflight = 0
-	if len(q.chunks) > 0 && q.head == len(q.chunks[0]) && (len(q.chunks) > 1 || q.n == 0) {
+	// A sendmsg may have covered several chunks: free every chunk it
+	// finished.
+	for len(q.chunks) > 0 {
+		left := len(q.chunks[0]) - q.head
+		if m < left {
+			q.head += m
+			break
+		}
+		m -= left
+		q.head = len(q.chunks[0])
+		if len(q.chunks) == 1 && q.n > 0 {
+			break
+		}
 		q.popHead(l)
 	}
 	return short

@@ -7,7 +7,7 @@
 #   A="-api callback -no-inc-buffers" B="-api callback" CONFIGS="iii iv" scripts/ab-echo.sh
 #
 # Environment: A B (echo-server flags of each variant), BIN (echo-server,
-# default bin/echo-server), ECHOLOAD (default /tmp/perf-work/bin/echoload),
+# default bin/echo-server; BIN_A and BIN_B override it per variant), ECHOLOAD (default /tmp/perf-work/bin/echoload),
 # CONFIGS [i ii iii iv], ROUNDS [3], DUR WARM [5 1], PORT [17630], OUT.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +37,8 @@ for cfg in $CONFIGS; do
 	for r in $(seq "$ROUNDS"); do
 		for v in A B; do
 			args=${!v}
-			GOMAXPROCS=1 taskset -c 0 "$BIN" -addr 127.0.0.1:$PORT -loops 1 -metrics-addr "" $args 2>>"$OUT/server.log" &
+			vb=BIN_$v
+			GOMAXPROCS=1 taskset -c 0 "${!vb:-$BIN}" -addr 127.0.0.1:$PORT -loops 1 -metrics-addr "" $args 2>>"$OUT/server.log" &
 			SPID=$!
 			for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done
 			sleep 0.2
