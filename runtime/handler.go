@@ -15,7 +15,10 @@ import (
 // block implements MayBlocker and is then run on a sched fixed worker chosen
 // by connection (SubmitKey), which keeps that order.
 type Handler interface {
-	// OnOpen is called once when the connection is accepted.
+	// OnOpen is called once when the connection is accepted. Its
+	// LocalAddr and RemoteAddr are captured then and stay valid through
+	// OnClose; a connection its peer reset before it was accepted (so
+	// that it has no peer address any more) is closed without OnOpen.
 	OnOpen(c *CallbackConn)
 	// OnData is called with the bytes received; data is valid only until
 	// OnData returns (copy what must outlive it).
