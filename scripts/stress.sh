@@ -3,7 +3,7 @@
 # hogs, as on a loaded CI machine, and report pass/fail per run with the
 # names of the tests that failed.
 #
-#   scripts/stress.sh [N] [go test args...]     (default: -race -count=1 ./...)
+#   scripts/stress.sh [N] [go test args...]     (default: -race -count=1 -timeout 40m ./...)
 #   HOGS=2 OUT=/tmp/stress scripts/stress.sh 20
 #
 # The hogs (`yes >/dev/null`) are stopped when the script exits, however it
@@ -16,7 +16,7 @@ export PATH=$PATH:/usr/local/go/bin
 runs=${1:-20}
 shift || true
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(-race -count=1 ./...)
+[ ${#args[@]} -gt 0 ] || args=(-race -count=1 -timeout 40m ./...) # CI's timeout: under two hogs the runtime package passes 10m
 hogs=${HOGS:-2}
 out=${OUT:-$(mktemp -d /tmp/uringrt-stress.XXXXXX)}
 mkdir -p "$out"
