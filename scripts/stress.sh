@@ -9,6 +9,8 @@
 # The hogs (`yes >/dev/null`) are stopped when the script exits, however it
 # exits. Each run's output is kept in $OUT/run-<i>.log. Exit status: 0 when
 # every run passed, 1 otherwise.
+# Run it in a checkout nobody edits meanwhile: each run builds the tree as it
+# is then.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
