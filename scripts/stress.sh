@@ -3,12 +3,14 @@
 # hogs, as on a loaded CI machine, and report pass/fail per run with the
 # names of the tests that failed.
 #
-#   scripts/stress.sh [N] [go test args...]     (default: -race -count=1 ./...)
+#   scripts/stress.sh [N] [go test args...]     (default: -race -count=1 -timeout 40m ./...)
 #   HOGS=2 OUT=/tmp/stress scripts/stress.sh 20
 #
 # The hogs (`yes >/dev/null`) are stopped when the script exits, however it
 # exits. Each run's output is kept in $OUT/run-<i>.log. Exit status: 0 when
 # every run passed, 1 otherwise.
+# Run it in a checkout nobody edits meanwhile: each run builds the tree as it
+# is then.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -16,7 +18,7 @@ export PATH=$PATH:/usr/local/go/bin
 runs=${1:-20}
 shift || true
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(-race -count=1 ./...)
+[ ${#args[@]} -gt 0 ] || args=(-race -count=1 -timeout 40m ./...) # CI's timeout: under two hogs the runtime package passes 10m
 hogs=${HOGS:-2}
 out=${OUT:-$(mktemp -d /tmp/uringrt-stress.XXXXXX)}
 mkdir -p "$out"
