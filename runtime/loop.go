@@ -48,7 +48,8 @@ type loop struct {
 	closing     int   // fds waiting for their ops' CQEs before close(2)
 	recancel    []*op // cancels to send again (the last one failed)
 	lastResend  time.Time
-	draining    bool // in drainQueue
+	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
+	stashBuf    []netpoll.CQE
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
@@ -163,7 +164,7 @@ func (l *loop) run() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -229,17 +230,36 @@ func (l *loop) getSQE() *netpoll.SQE {
 			return sqe
 		}
 		if _, err := l.ring.Submit(); err != nil {
+			// EBUSY: the CQ (and its overflow) is full. Take CQEs out to
+			// make room, but complete none here: completions run only in
+			// reap, never inside the preparation of a request.
 			l.enterError(err)
-			l.reap()
-			l.flushWakes()
+			l.stash()
 		}
 	}
 }
 
-// reap consumes every ready CQE and completes its op; the goroutines these
-// completions release are collected for flushWakes.
+// stash moves ready CQEs out of the CQ, uncompleted, for reap.
+func (l *loop) stash() {
+	if l.stashBuf == nil {
+		l.stashBuf = make([]netpoll.CQE, 256)
+	}
+	n, err := l.ring.Reap(l.stashBuf)
+	if err != nil {
+		l.enterError(err)
+	}
+	l.stashed = append(l.stashed, l.stashBuf[:n]...)
+}
+
+// reap consumes every ready CQE (those stashed first) and completes its
+// op: the one point of an iteration where completions run. The goroutines
+// these completions release are collected for flushWakes.
 func (l *loop) reap() int {
-	total := 0
+	total := len(l.stashed)
+	for i := 0; i < len(l.stashed); i++ { // completions can stash more
+		l.completeCQE(&l.stashed[i])
+	}
+	l.stashed = l.stashed[:0]
 	for {
 		entered := l.ring.CQReady() == 0 // Reap then enters to flush task_work
 		n, err := l.ring.Reap(l.cqes)

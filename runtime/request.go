@@ -100,16 +100,9 @@ func (l *loop) queued() bool {
 	return n > 0
 }
 
-// drainQueue handles the queued requests. It does nothing when called
-// from inside itself (a request's handling can reap, through getSQE on a
-// full SQ): the inner call would take the queue's spare backing array
-// while the outer one still reads it.
+// drainQueue handles the queued requests. Handling one never reaps (getSQE
+// only stashes CQEs), so drainQueue is never entered from inside itself.
 func (l *loop) drainQueue() {
-	if l.draining {
-		return
-	}
-	l.draining = true
-	defer func() { l.draining = false }()
 	l.posted.Store(false)
 	l.mu.Lock()
 	q := l.queue
