@@ -1,7 +1,9 @@
 package netpoll
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,8 +33,17 @@ type Features struct {
 }
 
 // ProbeFeatures sets up a small ring, probes it and closes it. It fails with
-// the setup error when io_uring is unavailable (see New for the errnos).
+// the setup error when io_uring is unavailable (see New for the errnos), and
+// with the register error when a probe fails for a reason other than the
+// kernel lacking the feature (an error matching errors.ErrUnsupported leaves
+// that feature false). The ring is made with SetupSingleIssuer, whose
+// register calls the kernel refuses (EEXIST) from any thread but the one that
+// made it, so the calling goroutine stays locked to its thread throughout.
 func ProbeFeatures() (Features, error) {
+	// Without the lock a goroutine moved to another thread between setup and
+	// register got EEXIST, and the features read as "no opcodes".
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	f := Features{Kernel: KernelRelease()}
 	r, err := New(Params{Entries: 8, Flags: SetupSingleIssuer | SetupDeferTaskrun | SetupTaskrunFlag, Fallback: true})
 	if err != nil {
@@ -41,11 +52,17 @@ func ProbeFeatures() (Features, error) {
 	defer r.Close()
 	f.SetupFlags = r.Flags()
 	f.Bits = r.FeatureBits()
-	if ops, err := r.Probe(); err == nil {
+	ops, err := probeRing(r)
+	if ok, err := probed(err); err != nil {
+		return f, err
+	} else if ok {
 		f.Ops = ops
 	}
 	f.MinWait = f.Bits&FeatMinTimeout != 0
-	if br, err := r.RegisterBufRing(0, 1, 64); err == nil {
+	br, err := r.RegisterBufRing(0, 1, 64)
+	if ok, err := probed(err); err != nil {
+		return f, err
+	} else if ok {
 		f.BufRing = true
 		br.Close()
 	}
@@ -53,10 +70,28 @@ func ProbeFeatures() (Features, error) {
 	// 6.0 (SEND_ZC appeared in the same release).
 	f.MultishotAccept = f.BufRing
 	f.MultishotRecv = f.BufRing && f.Ops.Has(OpSendZC)
-	if _, _, err := r.IOWQMaxWorkers(0, 0); err == nil {
-		f.IOWQMaxWorkers = true
+	_, _, err = r.IOWQMaxWorkers(0, 0)
+	if f.IOWQMaxWorkers, err = probed(err); err != nil {
+		return f, err
 	}
 	return f, nil
+}
+
+// probeRing is Ring.Probe; tests replace it to force the failure path.
+var probeRing = (*Ring).Probe
+
+// probed sorts a feature probe's error: nil means the feature is there, an
+// error matching errors.ErrUnsupported means it is not, and any other error
+// is a failed probe the caller reports.
+func probed(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errors.ErrUnsupported):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // String renders the features for a log line or `-version`.

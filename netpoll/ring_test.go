@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +29,79 @@ func TestProbeFeatures(t *testing.T) {
 	if !f.Ops.Has(OpNop) || !f.Ops.Has(OpRecv) {
 		t.Fatalf("probe lacks nop/recv: %v", f)
 	}
+}
+
+// TestProbeFeaturesReportsProbeError forces the register call that reads the
+// opcode table onto another thread than the ring's (the kernel answers EEXIST
+// for a SINGLE_ISSUER ring), which is what happened when the goroutine moved
+// between setup and probe: ProbeFeatures used to swallow the error and return
+// a Features with no opcodes.
+func TestProbeFeaturesReportsProbeError(t *testing.T) {
+	saved := probeRing
+	t.Cleanup(func() { probeRing = saved })
+	probeRing = func(r *Ring) (OpSet, error) {
+		type result struct {
+			ops OpSet
+			err error
+		}
+		c := make(chan result)
+		go func() {
+			// ProbeFeatures' goroutine holds its thread locked, so this one
+			// runs on a different thread.
+			runtime.LockOSThread()
+			ops, err := r.Probe()
+			c <- result{ops, err}
+		}()
+		res := <-c
+		return res.ops, res.err
+	}
+	f, err := ProbeFeatures()
+	if !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("ProbeFeatures with the probe on another thread: err = %v (ops %v), want EEXIST", err, f.Ops)
+	}
+}
+
+// TestProbeFeaturesGoroutineMoves runs ProbeFeatures from many goroutines
+// while others keep the scheduler busy, so an unlocked goroutine would move
+// between threads mid-probe.
+func TestProbeFeaturesGoroutineMoves(t *testing.T) {
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	for range 2 * runtime.GOMAXPROCS(0) {
+		busy.Add(1)
+		go func() {
+			defer busy.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); busy.Wait() }()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				f, err := ProbeFeatures()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !f.Ops.Has(OpNop) || !f.Ops.Has(OpRecv) {
+					t.Errorf("probe lacks nop/recv: %v", f)
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestSetupErrors(t *testing.T) {
