@@ -68,8 +68,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		}
 		workers, allDone, stopAll = ws, e.done, e.stop
 	} else {
+		// With -network udp on io_uring the PacketConns live on rt, which
+		// is closed after them (its loop thread, ring and eventfd).
+		closeRT := func() {
+			if rt != nil {
+				rt.Close()
+			}
+		}
 		conns, err := dialConns(ctx, cfg, rt)
 		if err != nil {
+			closeRT()
 			logf("%v", err)
 			return 1
 		}
@@ -80,6 +88,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 				c.Close()
 			}
 			wg.Wait()
+			closeRT()
 		}
 	}
 	stopProgress := startProgress(s, workers, logf)

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"io"
 	"net"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,17 +17,38 @@ import (
 	"time"
 )
 
-// startServer serves handle on 127.0.0.1:0 until the test ends.
+// startServer serves handle on 127.0.0.1:0 until the test ends. At the end
+// every connection must have been closed by the client (the handler
+// returned); one still open after serverDrainTimeout is an error of the test
+// (a client that left it open), and is then closed so the test ends instead
+// of hanging in the handler.
 func startServer(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]struct{}{}
+	)
 	t.Cleanup(func() {
 		ln.Close()
-		wg.Wait()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+			return
+		case <-time.After(serverDrainTimeout):
+		}
+		mu.Lock()
+		t.Errorf("%d server connections still open %v after the test: the client did not close them", len(conns), serverDrainTimeout)
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		<-done
 	})
 	wg.Go(func() {
 		for {
@@ -33,13 +56,80 @@ func startServer(t *testing.T, handle func(net.Conn)) string {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns[c] = struct{}{}
+			mu.Unlock()
 			wg.Go(func() {
-				defer c.Close()
+				defer func() {
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+					c.Close()
+				}()
 				handle(c)
 			})
 		}
 	})
 	return ln.Addr().String()
+}
+
+// serverDrainTimeout bounds how long startServer's cleanup waits for the
+// client's connections to end: generous for a loaded machine, yet the test
+// stops by itself.
+const serverDrainTimeout = 20 * time.Second
+
+// openFDs counts this process's open sockets and anonymous-inode fds
+// (io_uring rings, eventfds). Pipes are left out: Go's net splices TCP to
+// TCP (the test server's io.Copy) through pooled pipes that only a GC frees.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count open fds: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err == nil && (strings.HasPrefix(target, "socket:") || strings.HasPrefix(target, "anon_inode:")) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunClosesEverything: a run, on each engine and network, returns with
+// every socket, ring and eventfd it opened closed. Before the fix the
+// -network udp run on io_uring left its runtime open (ring, eventfd).
+func TestRunClosesEverything(t *testing.T) {
+	tcp := startServer(t, echo)
+	udp := startUDPEcho(t)
+	for _, args := range [][]string{
+		{"-engine", "uring"},
+		{"-engine", "net"},
+		{"-engine", "uring", "-network", "udp"},
+		{"-engine", "net", "-network", "udp"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			addr := tcp
+			if slices.Contains(args, "udp") {
+				addr = udp
+			}
+			before := openFDs(t)
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), testConfig(t, addr, args...), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+			}
+			// The client's fds are closed when run returns; the in-process
+			// TCP server closes its side once it reads the client's EOF.
+			deadline := time.Now().Add(serverDrainTimeout)
+			for openFDs(t) > before && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if after := openFDs(t); after > before {
+				t.Errorf("%d fds open after the run, %d before", after, before)
+			}
+		})
+	}
 }
 
 // echo is a correct echo handler.
