@@ -79,13 +79,16 @@ func TestCallbackBackpressure(t *testing.T) {
 				}
 				werr <- nil
 			}()
-			// Wait until the writer stalls: the server stopped reading.
+			// Wait until the server paused reading and the writer stalls.
+			// A stall alone is no proof: on a loaded machine the loop may
+			// just not have run for 300 ms (the no-bufring tier failed so,
+			// stalled after 256 KiB with 8 KiB queued).
 			last, stalledSince := int64(-1), time.Now()
 			for time.Now().Before(end) {
 				w := written.Load()
 				if w != last {
 					last, stalledSince = w, time.Now()
-				} else if time.Since(stalledSince) > 300*time.Millisecond {
+				} else if time.Since(stalledSince) > 300*time.Millisecond && paused.Load() {
 					break
 				}
 				if w == total {
@@ -135,12 +138,13 @@ func TestCallbackBackpressure(t *testing.T) {
 // timeout at its deadline with the count written; the peer then reads
 // exactly that many bytes, intact.
 func TestConnWriteBlocksAndHonoursDeadline(t *testing.T) {
+	// Filled once (32 MiB, slow under -race): Write only reads it.
+	buf := make([]byte, 32<<20)
+	relFillPattern(buf, 0)
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
 			c, s := pair(t, rt, "tcp")
-			buf := make([]byte, 32<<20)
-			relFillPattern(buf, 0)
 			start := time.Now()
 			c.SetWriteDeadline(start.Add(200 * time.Millisecond))
 			n, err := c.Write(buf)
