@@ -208,6 +208,21 @@ func relServeConnEcho(t testing.TB, rt *Runtime) net.Listener {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	relAcceptEcho(&wg, ln)
+	t.Cleanup(func() {
+		ln.Close()
+		rt.Close() // ends the handlers' io.Copy
+		wg.Wait()
+	})
+	return ln
+}
+
+// relAcceptEcho accepts on ln until it is closed, each conn served by an
+// io.Copy echo on its own goroutine; wg counts the accept loop and every
+// handler (wg.Wait returns once ln is closed and every conn has ended).
+// Accept errors other than net.ErrClosed (EMFILE, a reset before accept)
+// are retried after 1 ms.
+func relAcceptEcho(wg *sync.WaitGroup, ln net.Listener) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -228,12 +243,6 @@ func relServeConnEcho(t testing.TB, rt *Runtime) net.Listener {
 			}()
 		}
 	}()
-	t.Cleanup(func() {
-		ln.Close()
-		rt.Close() // ends the handlers' io.Copy
-		wg.Wait()
-	})
-	return ln
 }
 
 func relDialStd(t testing.TB, addr string) net.Conn {
@@ -269,13 +278,20 @@ func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pairOn(t, ln, func(addr string) (net.Conn, error) { return rt.Dial(network, addr) })
+}
+
+// pairOn dials ln's address with dial and accepts the one connection; it
+// closes ln before returning, and both ends when the test ends.
+func pairOn(t testing.TB, ln net.Listener, dial func(addr string) (net.Conn, error)) (client, server net.Conn) {
+	t.Helper()
 	defer ln.Close()
 	ch := make(chan net.Conn, 1)
 	go func() {
 		c, _ := ln.Accept()
 		ch <- c
 	}()
-	client, err = rt.Dial(network, ln.Addr().String())
+	client, err := dial(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"io"
 	"math/rand"
 	"net"
 	"os"
@@ -82,25 +81,11 @@ func netnsCase(t *testing.T, tn *testNet, callback bool, pollable Pollable, appl
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
 	if callback {
+		wg.Add(1)
 		go func() { defer wg.Done(); rt.Serve(ln, EchoHandler{}) }()
 	} else {
-		go func() {
-			defer wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					if errors.Is(err, net.ErrClosed) {
-						return
-					}
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				wg.Add(1)
-				go func() { defer wg.Done(); defer c.Close(); io.Copy(c, c) }()
-			}
-		}()
+		relAcceptEcho(&wg, ln)
 	}
 	// Clients: Go's net in the client namespace, and one conn dialed by
 	// the runtime itself (its deadline is checked).

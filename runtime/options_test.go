@@ -103,22 +103,7 @@ func optPair(t *testing.T, rt *Runtime, d *Dialer, lc *ListenConfig) (client, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		ch <- c
-	}()
-	client, err = d.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-ch
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
+	return pairOn(t, ln, func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) })
 }
 
 // TestKeepAliveLikeStd: accepted and dialed TCP connections get Go's

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"io"
 	"math/rand"
 	"net"
 	"os"
@@ -100,25 +99,11 @@ func toxicCase(t *testing.T, callback bool, pollable Pollable, fault string, tox
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
 	if callback {
+		wg.Add(1)
 		go func() { defer wg.Done(); rt.Serve(ln, EchoHandler{}) }()
 	} else {
-		go func() {
-			defer wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					if errors.Is(err, net.ErrClosed) {
-						return
-					}
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				wg.Add(1)
-				go func() { defer wg.Done(); defer c.Close(); io.Copy(c, c) }()
-			}
-		}()
+		relAcceptEcho(&wg, ln)
 	}
 	p := toxicProxy(t, ln.Addr().String(), toxics...)
 	errs := make(chan error, conns)
