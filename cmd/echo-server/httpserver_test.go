@@ -184,15 +184,8 @@ func startServerWrapped(t *testing.T, wrapper []string, args ...string) *server 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: freePort(t), metric: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	argv := append(append(append([]string{}, wrapper...), bin, "-addr", s.addr, "-metrics-addr", s.metric), args...)
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.cmd.Process.Kill(); <-s.exited; s.exited <- nil })
+	s := &server{addr: freePort(t), metric: freePort(t)}
+	s.start(t, append(append(append([]string{}, wrapper...), bin, "-addr", s.addr, "-metrics-addr", s.metric), args...)...)
 	if err := s.waitListening(10 * time.Second); err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, s.stderr.String())
 	}

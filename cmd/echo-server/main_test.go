@@ -166,6 +166,24 @@ type server struct {
 	exited       chan error
 }
 
+// start runs argv with stderr into s.stderr; the process is killed and
+// reaped when the test ends, and s.exited then reports its exit.
+func (s *server) start(t *testing.T, argv ...string) {
+	t.Helper()
+	s.stderr, s.exited = &syncBuffer{}, make(chan error, 1)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.exited
+		s.exited <- nil
+	})
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -195,18 +213,8 @@ func startServer(t *testing.T, args ...string) *server {
 		t.Fatal(err)
 	}
 	for attempt := 0; ; attempt++ {
-		s := &server{addr: freePort(t), metric: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
-		s.cmd = exec.Command(bin, append([]string{"-addr", s.addr, "-metrics-addr", s.metric}, args...)...)
-		s.cmd.Stderr = s.stderr
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { s.exited <- s.cmd.Wait() }()
-		t.Cleanup(func() {
-			s.cmd.Process.Kill()
-			<-s.exited
-			s.exited <- nil
-		})
+		s := &server{addr: freePort(t), metric: freePort(t)}
+		s.start(t, append([]string{bin, "-addr", s.addr, "-metrics-addr", s.metric}, args...)...)
 		err := s.waitListening(10 * time.Second)
 		if err == nil {
 			return s
@@ -410,14 +418,8 @@ func TestNoMetricsAddr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-addr", s.addr, "-metrics-addr", "")
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.cmd.Process.Kill(); <-s.exited; s.exited <- nil })
+	s := &server{addr: freePort(t)}
+	s.start(t, bin, "-addr", s.addr, "-metrics-addr", "")
 	s.metric = s.addr // waitListening checks both
 	if err := s.waitListening(10 * time.Second); err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, s.stderr.String())

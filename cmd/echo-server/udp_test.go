@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -37,18 +36,8 @@ func testServeUDP(t *testing.T, extra ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: freeUDPPort(t), metric: freePort(t), stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, append([]string{"-network", "udp", "-backend", "uring", "-addr", s.addr, "-metrics-addr", s.metric}, extra...)...)
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.exited
-		s.exited <- nil
-	})
+	s := &server{addr: freeUDPPort(t), metric: freePort(t)}
+	s.start(t, append([]string{bin, "-network", "udp", "-backend", "uring", "-addr", s.addr, "-metrics-addr", s.metric}, extra...)...)
 	// The metrics port accepts once the UDP socket is bound (both happen
 	// before the server logs that it listens).
 	deadline := time.Now().Add(10 * time.Second)
