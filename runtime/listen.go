@@ -227,7 +227,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	}
 	n.captureLocal()
 	if start {
-		n.start(rt.cfg.Pollable == PollHybrid)
+		n.start(rt.pol.pollsForLife())
 	}
 	return &Conn{fd: n}, nil
 }

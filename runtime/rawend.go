@@ -33,7 +33,7 @@ type rawEnd interface {
 // multishot POLLIN and one-shot POLLOUT armed by the loop), which rawRead
 // and rawWrite rely on.
 func (fd *netFD) rawCapable() bool {
-	return fd.connIO != nil && fd.rt.cfg.Pollable == PollHybrid
+	return fd.connIO != nil && fd.rt.pol.pollsForLife()
 }
 
 // rawRead runs f on the socket; on rawWait it waits for POLLIN as Read
