@@ -312,7 +312,7 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)
-	case *reuseListener: // listenconfig.go: a multishot accept per loop
+	case *reuseListener: // listen_reuse.go: a multishot accept per loop
 		return l.serve(rt, h)
 	}
 	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
