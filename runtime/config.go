@@ -128,32 +128,72 @@ const (
 )
 
 // Config configures a Runtime. The zero value is a working configuration.
+// Fields come in three groups: the core (loops, backend, metrics, limits),
+// tuning a loop, and experiment switches that reproduce the seed
+// experiments and older kernels.
 type Config struct {
 	// Loops is the number of event loops (rings); 0 means GOMAXPROCS.
 	Loops int
 	// Backend selects io_uring, Go's net, or auto (the default).
 	Backend Backend
-	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
-	// DefaultRingEntries.
-	RingEntries uint32
 	// Registerer receives the runtime's Prometheus collectors (namespace
 	// uringrt); nil means no metrics and no counting cost.
 	Registerer prometheus.Registerer
 	// Logger receives warnings (fallback to std, accept errors); nil means
 	// slog.Default().
 	Logger *slog.Logger
-
-	// Pollable is the pollable-request policy; the default is PollHybrid.
-	Pollable Pollable
 	// Workers is the size of the fixed worker pool that runs PollBlocking
 	// operations and callback handlers that may block; 0 means
 	// DefaultWorkers.
 	Workers int
-	// IOWQMaxWorkers, when > 0, caps each ring's io-wq workers, bounded and
-	// unbounded alike (IORING_REGISTER_IOWQ_MAX_WORKERS, 5.15+).
-	IOWQMaxWorkers uint32
-	// WaitBatch turns batched waiting off for comparison.
-	WaitBatch WaitBatch
+	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
+	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
+	// reading from that connection until its output drains.
+	MaxWriteBuffer int
+	// MaxBufferedBytes caps the bytes of queued output that all callback
+	// connections of the runtime hold together (their queues' chunks); 0
+	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each
+	// loop stops reading from its connections with the largest queues
+	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
+	// as they drain; the overshoot is at most one loop iteration's
+	// receives per loop (Buffers x BufferSize bytes), see
+	// docs/RELIABILITY.md. AsyncWrite from other goroutines is not held
+	// back by it.
+	MaxBufferedBytes int64
+	// MaxConns caps open connections per listener; connections over it are
+	// closed at once and counted (uringrt_connections_rejected_total). 0
+	// means no cap.
+	MaxConns int
+	// IdleTimeout closes a connection (either API, io_uring backend) that
+	// made no read or write progress for that long: no byte received and
+	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
+	// net.Conn is closed as by Close (its blocked and later Reads and
+	// Writes return net.ErrClosed). Connections are swept every
+	// IdleTimeout/8 (a flag per connection, no timer per I/O), so one is
+	// closed between IdleTimeout and 1.25 x IdleTimeout after its last
+	// progress (later if the sweeps run late); counted in
+	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
+	// least 10ms.
+	IdleTimeout time.Duration
+	// ReusePort makes every TCP Listen of this runtime a ListenConfig
+	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
+	// accepting (multishot under Serve) on its own and keeping what it
+	// accepted, with no hand-off between loops. Default false: one
+	// listening socket on loop 0, connections handed out round robin.
+	ReusePort bool
+	// UDPRecvMultishot makes each PacketConn receive through one multishot
+	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
+	// of 66 KiB, mapped lazily; needs Linux 6.0+, and is not used with
+	// DisableMultishot or DisableBufRing): datagrams arrive with their CQEs and a read copies one out
+	// with no system call. Default false: reads are nonblock recvmsg(2)
+	// tries, parking on the loop's poll on EAGAIN. With it, reading through
+	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)
+	// is unsupported, since the ring takes the datagrams.
+	UDPRecvMultishot bool
+
+	// Tuning a loop (README.md "Tuning a loop"): how a loop waits and
+	// what it holds. The defaults suit most servers.
+
 	// WaitLatency bounds the latency batched waiting may add: a loop waiting
 	// for more than one CQE returns after this long with what it has. 0
 	// means DefaultWaitLatency (50µs).
@@ -191,51 +231,29 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
-	// UDPRecvMultishot makes each PacketConn receive through one multishot
-	// IORING_OP_RECVMSG into a provided buffer ring of its own (16 buffers
-	// of 66 KiB, mapped lazily; needs Linux 6.0+, and is not used with
-	// DisableMultishot or DisableBufRing): datagrams arrive with their CQEs and a read copies one out
-	// with no system call. Default false: reads are nonblock recvmsg(2)
-	// tries, parking on the loop's poll on EAGAIN. With it, reading through
-	// SyscallConn's Read (golang.org/x/net's batch reads, as quic-go does)
-	// is unsupported, since the ring takes the datagrams.
-	UDPRecvMultishot bool
+	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
+	// DefaultRingEntries.
+	RingEntries uint32
+	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
+	// (a power of two) buffers of BufferSize bytes. 0 means the defaults:
+	// DefaultIncBuffers x DefaultIncBufferSize when the ring's buffers are
+	// consumed incrementally, else DefaultBuffers x DefaultBufferSize.
+	BufferSize, Buffers int
 
-	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
-	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
-	// reading from that connection until its output drains.
-	MaxWriteBuffer int
-	// ReusePort makes every TCP Listen of this runtime a ListenConfig
-	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
-	// accepting (multishot under Serve) on its own and keeping what it
-	// accepted, with no hand-off between loops. Default false: one
-	// listening socket on loop 0, connections handed out round robin.
-	ReusePort bool
-	// MaxBufferedBytes caps the bytes of queued output that all callback
-	// connections of the runtime hold together (their queues' chunks); 0
-	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each
-	// loop stops reading from its connections with the largest queues
-	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
-	// as they drain; the overshoot is at most one loop iteration's
-	// receives per loop (Buffers x BufferSize bytes), see
-	// docs/RELIABILITY.md. AsyncWrite from other goroutines is not held
-	// back by it.
-	MaxBufferedBytes int64
-	// IdleTimeout closes a connection (either API, io_uring backend) that
-	// made no read or write progress for that long: no byte received and
-	// none sent. A callback connection's OnClose gets ErrIdleTimeout; a
-	// net.Conn is closed as by Close (its blocked and later Reads and
-	// Writes return net.ErrClosed). Connections are swept every
-	// IdleTimeout/8 (a flag per connection, no timer per I/O), so one is
-	// closed between IdleTimeout and 1.25 x IdleTimeout after its last
-	// progress (later if the sweeps run late); counted in
-	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
-	// least 10ms.
-	IdleTimeout time.Duration
-	// MaxConns caps open connections per listener; connections over it are
-	// closed at once and counted (uringrt_connections_rejected_total). 0
-	// means no cap.
-	MaxConns int
+	// Experiments: switches that exist to reproduce the seed experiments
+	// (BENCHMARKS.md) and to measure the defaults against what they
+	// replaced. A server leaves them at their zero values.
+
+	// Pollable is the pollable-request policy; the default is PollHybrid.
+	Pollable Pollable
+	// WaitBatch turns batched waiting off for comparison.
+	WaitBatch WaitBatch
+	// IOWQMaxWorkers, when > 0, caps each ring's io-wq workers, bounded and
+	// unbounded alike (IORING_REGISTER_IOWQ_MAX_WORKERS, 5.15+).
+	IOWQMaxWorkers uint32
+
+	// Experiments, kernel features: each turns off a feature New probed,
+	// to reproduce an older kernel (doc.go, "Kernel requirements").
 
 	// DisableDeferTaskrun sets rings up without DEFER_TASKRUN/SINGLE_ISSUER
 	// (COOP_TASKRUN instead), as on kernels before 6.1.
@@ -248,11 +266,6 @@ type Config struct {
 	// DisableFixedFiles addresses callback connections by fd instead of
 	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
 	DisableFixedFiles bool
-	// BufferSize and Buffers size each loop's provided buffer ring: Buffers
-	// (a power of two) buffers of BufferSize bytes. 0 means the defaults:
-	// DefaultIncBuffers x DefaultIncBufferSize when the ring's buffers are
-	// consumed incrementally, else DefaultBuffers x DefaultBufferSize.
-	BufferSize, Buffers int
 	// DisableIncrementalBuffers registers the provided buffer ring without
 	// IOU_PBUF_RING_INC (Linux 6.12+, used by default where the kernel
 	// has it): every recv then takes a whole buffer.

@@ -49,45 +49,12 @@ func (c *Conn) Read(b []byte) (int, error) {
 		if fd.rdl.expired.Load() {
 			return 0, fd.opError("read", os.ErrDeadlineExceeded)
 		}
-		var n int
-		var errno syscall.Errno
-		switch fd.rt.cfg.Pollable {
-		case PollHybrid:
-			if fd.rdDrained {
-				// The last recv returned less than asked: the socket's
-				// queue was empty then, and any byte since has posted a
-				// poll CQE. Wait for it instead of paying a recv that
-				// would only say EAGAIN.
-				fd.rdDrained = false
-				waited = true
-				fd.rearmPollIn()
-				fd.rd.wait(fd.abortRead)
-				continue
-			}
-			if !fd.incref() {
-				continue
-			}
-			n, errno = rawRecv(fd.fd, b)
-			fd.decref()
-			if errno == syscall.EAGAIN {
-				waited = true
-				fd.rearmPollIn()
-				fd.rd.wait(fd.abortRead)
-				continue
-			}
-			fd.rdDrained = errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
-		case PollRing, PollAsync:
-			var ok bool
-			if n, errno, ok = fd.ringOp(&fd.rop, b); !ok {
-				continue
-			}
+		n, errno, w, again := fd.rt.pol.read(fd, b)
+		if w {
 			waited = true
-		case PollBlocking:
-			var ok bool
-			if n, errno, ok = fd.blockingOp(&fd.rop, b, false); !ok {
-				continue
-			}
-			waited = true
+		}
+		if again {
+			continue
 		}
 		switch errno {
 		case 0:
@@ -130,33 +97,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 		if len(b) == 0 {
 			return 0, nil
 		}
-		var n int
-		var errno syscall.Errno
-		switch fd.rt.cfg.Pollable {
-		case PollHybrid:
-			if !fd.incref() {
-				continue
-			}
-			n, errno = rawSend(fd.fd, b[nn:])
-			fd.decref()
-			if errno == syscall.EAGAIN {
-				waited = true
-				fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-				fd.wr.wait(fd.abortWrite)
-				continue
-			}
-		case PollRing, PollAsync:
-			var ok bool
-			if n, errno, ok = fd.ringOp(&fd.wop, b[nn:]); !ok {
-				continue
-			}
+		n, errno, w, again := fd.rt.pol.write(fd, b[nn:])
+		if w {
 			waited = true
-		case PollBlocking:
-			var ok bool
-			if n, errno, ok = fd.blockingOp(&fd.wop, b[nn:], true); !ok {
-				continue
-			}
-			waited = true
+		}
+		if again {
+			continue
 		}
 		switch errno {
 		case 0:
@@ -169,63 +115,6 @@ func (c *Conn) Write(b []byte) (int, error) {
 			continue
 		}
 		return nn, fd.opError("write", sysError("write", errno))
-	}
-}
-
-// blockingOp runs a recv or send of b on a fixed worker that blocks on this
-// socket (poll(2), then the call): the pre-hybrid io-wq behaviour.
-func (fd *netFD) blockingOp(o *op, b []byte, write bool) (int, syscall.Errno, bool) {
-	if !fd.incref() {
-		return 0, 0, false
-	}
-	dl, pd := &fd.rdl, int16(unix.POLLIN)
-	if write {
-		dl, pd = &fd.wdl, unix.POLLOUT
-	}
-	queued := time.Now()
-	err := fd.rt.pool.GoKey(uint64(fd.fd), func() {
-		fd.l.observeBlockingWait(time.Since(queued))
-		o.res = blockingCall(fd, dl, pd, b, write)
-		o.done <- struct{}{}
-	})
-	if err != nil {
-		fd.decref()
-		return 0, syscall.ECANCELED, true
-	}
-	<-o.done
-	res := o.res
-	fd.decref()
-	if res < 0 {
-		return 0, ioErrno(res), true
-	}
-	return int(res), 0, true
-}
-
-// blockingCall does the call and, on EAGAIN, waits in poll(2) on the socket
-// for up to 10 ms holding its worker (the head-of-line blocking of the
-// pre-hybrid io-wq), then tries once more. It returns -EAGAIN when the
-// socket stayed unready, so the caller re-queues the operation and
-// Close, deadlines and other connections' work are never starved forever.
-func blockingCall(fd *netFD, dl *deadline, events int16, b []byte, write bool) int32 {
-	for try := 0; ; try++ {
-		if fd.closing.Load() || dl.expired.Load() {
-			return -int32(syscall.ECANCELED)
-		}
-		var n int
-		var errno syscall.Errno
-		if write {
-			n, errno = rawSend(fd.fd, b)
-		} else {
-			n, errno = rawRecv(fd.fd, b)
-		}
-		if errno == 0 {
-			return int32(n)
-		}
-		if errno != syscall.EAGAIN || try == 1 {
-			return -int32(errno)
-		}
-		pfd := []unix.PollFd{{Fd: int32(fd.fd), Events: events}}
-		unix.Poll(pfd, 10)
 	}
 }
 

@@ -83,6 +83,8 @@
 //
 // # Where each part lives
 //
+// The loop and its ops:
+//
 //	loop.go        the loop's iteration: drain the queue, prep, one enter,
 //	               reap (the one place completions run), wake the batch
 //	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
@@ -96,9 +98,37 @@
 //	op_accept.go   Serve's multishot accept and its back-off timer
 //	               (each: its SQE prep and what its CQE means)
 //	close.go       the one close protocol of every descriptor
-//	netfd.go       a socket's state; conn.go, listener.go, callback.go the
-//	               public types on it; polldesc.go, deadline.go parking
+//	bufring.go     the provided buffer ring of the callback API
 //	shutdown.go    Shutdown and Close of the whole runtime
+//
+// The public types and how they wait:
+//
+//	runtime.go     Runtime, New, the loops' start, Serve; default.go the default
+//	               runtime; config.go Config; errors.go net's error shapes
+//	               and ErrNoIOUring; setupcause.go why a ring could not be
+//	               set up; std.go BackendStd
+//	netfd.go       a socket's state; polldesc.go, deadline.go parking
+//	conn.go        Conn: Read, Write, Close, deadlines, options
+//	pollable.go    the Config.Pollable policy Conn.Read and Write call:
+//	               pollable_hybrid.go (nonblock try, then poll arm),
+//	               pollable_ring.go (PollRing, PollAsync),
+//	               pollable_blocking.go (a fixed worker blocks)
+//	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);
+//	               rawend.go the two ends a splice moves between
+//	rawconn.go     SyscallConn; sockopt.go keep-alive and socket options
+//	listen.go      Listen; listener.go the listener and Accept;
+//	               listenconfig.go ListenConfig; listen_reuse.go the
+//	               SO_REUSEPORT group (a socket per loop)
+//	dialer.go      Dialer, Dial; dial_race.go Happy Eyeballs
+//	handler.go     the callback API: Handler; callback.go CallbackConn;
+//	               outq.go its output queue; budget.go the memory budget;
+//	               idle.go IdleTimeout
+//	udp.go         PacketConn: udp_listen.go constructors, udp_read.go,
+//	               udp_write.go, udp_batch.go, udp_multishot.go (multishot
+//	               recvmsg), udp_options.go, udp_rawconn.go, udp_sys.go
+//	               (sockaddrs and cmsgs), udp_metrics.go
+//	metrics.go     the Prometheus collectors; metrics_limits.go those of
+//	               the budget and the idle timeout
 //
 // The ring mechanics (EventfdWake, FileTable of registered files, CQE flags)
 // are netpoll's.

@@ -92,7 +92,7 @@ func (rt *Runtime) dial(ctx context.Context, d *Dialer, network, address string)
 	if err != nil {
 		return nil, err
 	}
-	c, err := rt.dialRace(ctx, d, network, addrs) // dialer.go
+	c, err := rt.dialRace(ctx, d, network, addrs) // dial_race.go
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	}
 	n.captureLocal()
 	if start {
-		n.start(rt.cfg.Pollable == PollHybrid)
+		n.start(rt.pol.pollsForLife())
 	}
 	return &Conn{fd: n}, nil
 }

@@ -111,7 +111,7 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
 	if !callback {
-		n.start(ln.rt.cfg.Pollable == PollHybrid)
+		n.start(ln.rt.pol.pollsForLife())
 	}
 	return &Conn{fd: n}, true
 }

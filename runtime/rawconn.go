@@ -149,7 +149,7 @@ func (fd *netFD) dupFile(remote bool) (*os.File, error) {
 // with net, it never fails: after Close the RawConn's methods return
 // net.ErrClosed.
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
-	return rawConn{fd: c.fd, polled: c.fd.rt.cfg.Pollable == PollHybrid}, nil
+	return rawConn{fd: c.fd, polled: c.fd.rt.pol.pollsForLife()}, nil
 }
 
 // File returns a duplicate of the connection's descriptor as an *os.File,

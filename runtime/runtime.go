@@ -24,6 +24,7 @@ var errHandlerPanic = errors.New("uringrt: handler panicked")
 // methods are safe for concurrent use.
 type Runtime struct {
 	cfg        Config
+	pol        pollable // cfg.Pollable's policy: how Conn.Read and Conn.Write wait
 	logger     *slog.Logger
 	backend    Backend // effective: BackendUring or BackendStd
 	fallback   string  // why BackendAuto fell back to std
@@ -82,7 +83,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	}
 	applyDefaults(&cfg)
 	rt := &Runtime{
-		cfg: cfg, logger: cfg.Logger, newRing: newRing, host: host,
+		cfg: cfg, pol: pollableFor(cfg.Pollable), logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
 		metrics: cfg.Registerer != nil,
 	}
@@ -311,7 +312,7 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)
-	case *reuseListener: // listenconfig.go: a multishot accept per loop
+	case *reuseListener: // listen_reuse.go: a multishot accept per loop
 		return l.serve(rt, h)
 	}
 	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)

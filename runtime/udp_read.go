@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// readMsg reads one datagram: nonblock try, then park on the loop's poll.
+// call names the syscall in errors, as Go's net names it.
+func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string) (n, oobn, rflags int, err error) {
+	c.fd.rmu.Lock()
+	defer c.fd.rmu.Unlock()
+	n, oobn, rflags, _, err = c.readMsgLocked(p, oob, flags, from, op, call, true)
+	return n, oobn, rflags, err
+}
+
+// readMsgLocked is readMsg with the read lock held. With park false it
+// does not wait: a socket with nothing queued gives ok false.
+func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string, park bool) (n, oobn, rflags int, ok bool, err error) {
+	fd := c.fd
+	polled := false
+	for {
+		if fd.closing.Load() {
+			return 0, 0, 0, false, c.opErr(op, nil, net.ErrClosed)
+		}
+		if fd.rdl.expired.Load() {
+			return 0, 0, 0, false, c.opErr(op, nil, os.ErrDeadlineExceeded)
+		}
+		if c.ur != nil {
+			r, got := c.ur.pop()
+			if !got {
+				c.ur.rearm()
+				if !park {
+					return 0, 0, 0, false, nil
+				}
+				polled = true
+				fd.rd.wait(fd.abortRead)
+				continue
+			}
+			if r.errno != 0 {
+				return 0, 0, 0, false, c.opErr(op, nil, sysError(call, r.errno))
+			}
+			n, oobn, rflags = c.ur.copyOut(r, p, oob, from)
+			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
+			return n, oobn, rflags, true, nil
+		}
+		if !fd.incref() {
+			continue
+		}
+		var errno syscall.Errno
+		n, oobn, rflags, errno = rawRecvmsg(fd.fd, p, oob, flags, from)
+		fd.decref()
+		switch errno {
+		case 0:
+			fd.l.udp.countIn(c.rt, n, oob[:oobn], rflags, polled)
+			return n, oobn, rflags, true, nil
+		case syscall.EAGAIN:
+			if !park {
+				return 0, 0, 0, false, nil
+			}
+			polled = true
+			fd.rearmPollIn()
+			fd.rd.wait(fd.abortRead)
+			continue
+		case syscall.EINTR:
+			continue
+		}
+		return 0, 0, 0, false, c.opErr(op, nil, sysError(call, errno))
+	}
+}
+
+// ReadFromUDPAddrPort reads one datagram into b and returns its length (at
+// most len(b); the rest of a longer datagram is discarded) and sender.
+func (c *PacketConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
+	if c.std != nil {
+		return c.std.ReadFromUDPAddrPort(b)
+	}
+	var from unix.RawSockaddrAny
+	n, _, _, err := c.readMsg(b, nil, 0, &from, "read", "recvfrom")
+	if err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	ap, _ := rawAddrPort(&from)
+	return n, ap, nil
+}
+
+// ReadFromUDP is ReadFromUDPAddrPort with the sender as *net.UDPAddr.
+func (c *PacketConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
+	if c.std != nil {
+		return c.std.ReadFromUDP(b)
+	}
+	var from unix.RawSockaddrAny
+	n, _, _, err := c.readMsg(b, nil, 0, &from, "read", "recvfrom")
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, rawUDPAddr(&from), nil
+}
+
+// ReadFrom implements net.PacketConn: ReadFromUDP with a net.Addr (a
+// *net.UDPAddr).
+func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, a, err := c.ReadFromUDP(b)
+	if a == nil {
+		return n, nil, err
+	}
+	return n, a, err
+}
+
+// ReadMsgUDPAddrPort reads one datagram into b and its control messages
+// into oob (IP_PKTINFO, IP_TOS, UDP_GRO, ... as enabled on the socket).
+// flags are the kernel's msg_flags: MSG_TRUNC when the datagram was longer
+// than b, MSG_CTRUNC when oob was too short.
+func (c *PacketConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
+	if c.std != nil {
+		return c.std.ReadMsgUDPAddrPort(b, oob)
+	}
+	var from unix.RawSockaddrAny
+	n, oobn, flags, err = c.readMsg(b, oob, 0, &from, "read", "recvmsg")
+	if err != nil {
+		return 0, 0, 0, netip.AddrPort{}, err
+	}
+	addr, _ = rawAddrPort(&from)
+	return n, oobn, flags, addr, nil
+}
+
+// ReadMsgUDP is ReadMsgUDPAddrPort with the sender as *net.UDPAddr.
+func (c *PacketConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	if c.std != nil {
+		return c.std.ReadMsgUDP(b, oob)
+	}
+	var from unix.RawSockaddrAny
+	n, oobn, flags, err = c.readMsg(b, oob, 0, &from, "read", "recvmsg")
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	return n, oobn, flags, rawUDPAddr(&from), nil
+}
+
+// Read reads one datagram on a connected socket (see ReadFromUDP).
+// Read(nil) returns 0, nil at once, as *net.UDPConn's does.
+func (c *PacketConn) Read(b []byte) (int, error) {
+	if c.std != nil {
+		return c.std.Read(b)
+	}
+	if len(b) == 0 {
+		if c.fd.closing.Load() {
+			return 0, c.opErr("read", nil, net.ErrClosed)
+		}
+		return 0, nil
+	}
+	n, _, _, err := c.readMsg(b, nil, 0, nil, "read", "read")
+	return n, err
+}

@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// writeMsg sends one datagram to to (nil: the connected peer).
+func (c *PacketConn) writeMsg(p, oob []byte, to *udpSockaddr, addr net.Addr, op, call string) (int, error) {
+	fd := c.fd
+	fd.wmu.Lock()
+	defer fd.wmu.Unlock()
+	var sa unsafe.Pointer
+	var salen uint32
+	if to != nil {
+		sa, salen = unsafe.Pointer(&to.raw), to.len
+	}
+	polled := false
+	for {
+		if fd.closing.Load() {
+			return 0, c.opErr(op, addr, net.ErrClosed)
+		}
+		if fd.wdl.expired.Load() {
+			return 0, c.opErr(op, addr, os.ErrDeadlineExceeded)
+		}
+		if !fd.incref() {
+			continue
+		}
+		n, errno := rawSendmsg(fd.fd, p, oob, sa, salen)
+		fd.decref()
+		switch errno {
+		case 0:
+			fd.l.udp.countOut(c.rt, n, oob, polled)
+			return n, nil
+		case syscall.EAGAIN:
+			polled = true
+			fd.l.post(request{kind: reqArm, op: &fd.pollOut})
+			fd.wr.wait(fd.abortWrite)
+			continue
+		case syscall.EINTR:
+			continue
+		}
+		return 0, c.opErr(op, addr, sysError(call, errno))
+	}
+}
+
+// WriteToUDPAddrPort sends b as one datagram to addr. It returns len(b) or
+// an error; on a connected socket it fails with net.ErrWriteToConnected.
+func (c *PacketConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
+	if c.std != nil {
+		return c.std.WriteToUDPAddrPort(b, addr)
+	}
+	ua := net.UDPAddrFromAddrPort(addr)
+	if c.connected {
+		return 0, c.opErr("write", ua, net.ErrWriteToConnected)
+	}
+	var to udpSockaddr
+	if err := to.set(c.family, addr); err != nil {
+		return 0, c.opErr("write", ua, err)
+	}
+	return c.writeMsg(b, nil, &to, ua, "write", "sendto")
+}
+
+// WriteToUDP is WriteToUDPAddrPort with addr as *net.UDPAddr.
+func (c *PacketConn) WriteToUDP(b []byte, addr *net.UDPAddr) (int, error) {
+	if c.std != nil {
+		return c.std.WriteToUDP(b, addr)
+	}
+	if c.connected {
+		return 0, c.opErr("write", addr, net.ErrWriteToConnected)
+	}
+	if addr == nil {
+		return 0, c.opErr("write", nil, errMissingAddress)
+	}
+	var to udpSockaddr
+	if err := to.set(c.family, udpAddrPort(addr)); err != nil {
+		return 0, c.opErr("write", addr, err)
+	}
+	return c.writeMsg(b, nil, &to, addr, "write", "sendto")
+}
+
+// errMissingAddress is Go's net's error for a write with no address.
+var errMissingAddress = &net.AddrError{Err: "missing address"}
+
+// WriteTo implements net.PacketConn: addr must be a *net.UDPAddr
+// (otherwise EINVAL, as *net.UDPConn answers).
+func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.std != nil {
+		return c.std.WriteTo(b, addr)
+	}
+	a, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return 0, c.opErr("write", addr, syscall.EINVAL)
+	}
+	return c.WriteToUDP(b, a)
+}
+
+// WriteMsgUDPAddrPort sends b as one datagram with the control messages in
+// oob (IP_PKTINFO for the source address, IP_TOS, UDP_SEGMENT for GSO:
+// one sendmsg then leaves as several datagrams of that size). On a
+// connected socket addr must be the zero AddrPort; on an unconnected one
+// it is required. It returns len(b) and len(oob), or an error.
+func (c *PacketConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oobn int, err error) {
+	if c.std != nil {
+		return c.std.WriteMsgUDPAddrPort(b, oob, addr)
+	}
+	var ua net.Addr
+	if addr.IsValid() {
+		ua = net.UDPAddrFromAddrPort(addr)
+	}
+	if c.connected && addr.IsValid() {
+		return 0, 0, c.opErr("write", ua, net.ErrWriteToConnected)
+	}
+	if !c.connected && !addr.IsValid() {
+		return 0, 0, c.opErr("write", nil, errMissingAddress)
+	}
+	var to *udpSockaddr
+	if addr.IsValid() {
+		to = new(udpSockaddr)
+		if err := to.set(c.family, addr); err != nil {
+			return 0, 0, c.opErr("write", ua, err)
+		}
+	}
+	n, err = c.writeMsg(b, oob, to, ua, "write", "sendmsg")
+	if err != nil {
+		return n, 0, err
+	}
+	return n, len(oob), nil
+}
+
+// WriteMsgUDP is WriteMsgUDPAddrPort with addr as *net.UDPAddr (nil on a
+// connected socket).
+func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	if c.std != nil {
+		return c.std.WriteMsgUDP(b, oob, addr)
+	}
+	if addr == nil {
+		return c.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
+	}
+	if c.connected {
+		return 0, 0, c.opErr("write", addr, net.ErrWriteToConnected)
+	}
+	var to udpSockaddr
+	if err := to.set(c.family, udpAddrPort(addr)); err != nil {
+		return 0, 0, c.opErr("write", addr, err)
+	}
+	n, err = c.writeMsg(b, oob, &to, addr, "write", "sendmsg")
+	if err != nil {
+		return n, 0, err
+	}
+	return n, len(oob), nil
+}
+
+// Write sends b as one datagram on a connected socket; on an unconnected
+// one it fails with EDESTADDRREQ, as *net.UDPConn's does.
+func (c *PacketConn) Write(b []byte) (int, error) {
+	if c.std != nil {
+		return c.std.Write(b)
+	}
+	return c.writeMsg(b, nil, nil, nil, "write", "write")
+}
