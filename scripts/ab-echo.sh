@@ -4,7 +4,7 @@
 # (A B A B ...), medians; server pinned to CPU 0 (GOMAXPROCS=1, one loop),
 # client to CPU 1, as in ../shared/bench/run.sh.
 #
-#   A="-api callback -no-inc-buffers" B="-api callback" CONFIGS="iii iv" scripts/ab-echo.sh
+#   A="-api callback" B="-api callback -inc-buffers" CONFIGS="iii iv" scripts/ab-echo.sh
 #
 # Environment: A B (echo-server flags of each variant), BIN (echo-server,
 # default bin/echo-server; BIN_A and BIN_B override it per variant), ECHOLOAD (default /tmp/perf-work/bin/echoload),

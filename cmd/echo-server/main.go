@@ -42,7 +42,7 @@ type options struct {
 	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion, dedicated, noIncBufs                bool
+	showVersion, dedicated, incBufs                  bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
-	fs.BoolVar(&o.noIncBufs, "no-inc-buffers", false, "whole-buffer provided buffer ring even where the kernel consumes buffers incrementally (Config.DisableIncrementalBuffers)")
+	fs.BoolVar(&o.incBufs, "inc-buffers", false, "incrementally consumed provided buffers, 128 x 32 KiB, where the kernel has them (Linux 6.12+; Config.IncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
@@ -140,8 +140,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
-		UDPRecvMultishot:          o.udpMultishot,
-		DisableIncrementalBuffers: o.noIncBufs,
+		UDPRecvMultishot:   o.udpMultishot,
+		IncrementalBuffers: o.incBufs,
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {
