@@ -32,8 +32,8 @@ func (n *netFD) close() error {
 	n.wdl.stop()
 	n.rd.interrupt()
 	n.wr.interrupt()
-	n.l.post(request{kind: reqCancel, op: &n.rop})
-	n.l.post(request{kind: reqCancel, op: &n.wop})
+	n.cancelIO(&n.rop)
+	n.cancelIO(&n.wop)
 	for n.refs.Load() != 0 {
 		goruntime.Gosched()
 	}
@@ -63,6 +63,18 @@ func (n *netFD) close() error {
 		}
 	}
 	return nil
+}
+
+// cancelIO cancels o, the recv or send op of a policy that has one in
+// flight while a goroutine waits (PollRing, PollAsync, PollBlocking). Under
+// PollHybrid a waiting goroutine parks on a poll instead and those ops are
+// never used, so nothing is posted: no request and no wake-up of the loop
+// per deadline or Close.
+func (n *netFD) cancelIO(o *op) {
+	if n.connIO == nil || n.rt.pol.pollsForLife() {
+		return
+	}
+	n.l.post(request{kind: reqCancel, op: o})
 }
 
 // dropOp forgets o, whose last CQE came (loop only).

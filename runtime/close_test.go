@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,5 +312,44 @@ func TestConnCloseDoesNotWaitForLoop(t *testing.T) {
 				t.Fatalf("second Close: %v, want net.ErrClosed", err)
 			}
 		})
+	}
+}
+
+// TestArmedExpiredOpWakesAtOnce: an op whose deadline passed between the
+// goroutine's check and the loop's arm completes inside the loop's request
+// handling; its goroutine must be woken before the loop sleeps. Before,
+// the wake waited for the loop's next wake-up (its 1 s idle wait: a Write
+// with a 1 ms deadline under PollRing took up to a second, and nettest's
+// RacyWrite timed out under load); with that wait made an hour here, the
+// op was never completed.
+func TestArmedExpiredOpWakesAtOnce(t *testing.T) {
+	old := loopIdleWait
+	loopIdleWait = time.Hour
+	t.Cleanup(func() { loopIdleWait = old })
+	for _, pol := range []Pollable{PollRing, PollAsync} {
+		rt := newRT(t, Config{Loops: 1, Pollable: pol})
+		c, _ := pair(t, rt, "tcp")
+		fd := c.(*Conn).fd
+		// The arm must be handled while the loop is awake (a request
+		// posted to a sleeping loop is handled right after its wait, in
+		// the same iteration as the wakes), so hold the loop busy while
+		// posting it.
+		held, release := make(chan struct{}), make(chan struct{})
+		fd.l.post(request{kind: reqFunc, fn: func() { close(held); <-release }})
+		<-held
+		fd.wdl.expired.Store(true) // as if the deadline passed just after Write checked it
+		fd.wop.buf = []byte("x")
+		fd.l.post(request{kind: reqArm, op: &fd.wop})
+		close(release)
+		select {
+		case <-fd.wop.done:
+			if fd.wop.res != -int32(syscall.ECANCELED) {
+				t.Errorf("%v: res %d, want -ECANCELED", pol, fd.wop.res)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: the expired op's goroutine was not woken", pol)
+		}
+		fd.wop.buf = nil
+		fd.wdl.expired.Store(false)
 	}
 }

@@ -171,7 +171,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 	}
 	fd.rdl.set(t, func() {
 		fd.rd.interrupt()
-		fd.l.post(request{kind: reqCancel, op: &fd.rop})
+		fd.cancelIO(&fd.rop)
 	})
 	return nil
 }
@@ -184,7 +184,7 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	}
 	fd.wdl.set(t, func() {
 		fd.wr.interrupt()
-		fd.l.post(request{kind: reqCancel, op: &fd.wop})
+		fd.cancelIO(&fd.wop)
 	})
 	return nil
 }

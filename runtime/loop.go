@@ -161,7 +161,7 @@ func (l *loop) releaseFixedFile(slot int32) { l.files.Remove(slot) }
 // -> wake the goroutines of that batch.
 func (l *loop) run() {
 	defer close(l.done)
-	idle := time.Second
+	idle := loopIdleWait
 	for {
 		l.drainQueue()
 		l.resendCancels()
@@ -173,7 +173,7 @@ func (l *loop) run() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -298,6 +298,18 @@ func (l *loop) reap() int {
 	}
 	return total
 }
+
+// wakesPending reports goroutines released outside reap, by requests the
+// loop handled (an op armed after its deadline passed or its fd began
+// closing completes at once): the loop must not sleep before waking them.
+// Before, such a Write waited for the loop's next wake-up, up to its 1 s
+// idle wait.
+func (l *loop) wakesPending() bool { return len(l.wakes) > 0 || len(l.opWakes) > 0 }
+
+// loopIdleWait is the longest a loop with nothing in flight sleeps; a
+// variable so that a test can make a lost wake-up hang instead of taking a
+// second.
+var loopIdleWait = time.Second
 
 // flushWakes wakes, together, every goroutine the batch released.
 func (l *loop) flushWakes() bool {

@@ -75,8 +75,14 @@ func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	n.wr.init()
 	n.pollIn = op{kind: opPollIn, fd: fd, nfd: n}
 	n.pollOut = op{kind: opPollOut, fd: fd, nfd: n}
-	n.rop = op{kind: opRecv, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.rdl.expired}
-	n.wop = op{kind: opSend, fd: fd, nfd: n, done: make(chan struct{}, 1), expired: &n.wdl.expired}
+	n.rop = op{kind: opRecv, fd: fd, nfd: n, expired: &n.rdl.expired}
+	n.wop = op{kind: opSend, fd: fd, nfd: n, expired: &n.wdl.expired}
+	if !rt.pol.pollsForLife() {
+		// Only the ring and blocking policies wait on rop and wop
+		// (cancelIO).
+		n.rop.done = make(chan struct{}, 1)
+		n.wop.done = make(chan struct{}, 1)
+	}
 	return n
 }
 
