@@ -391,11 +391,7 @@ func TestRawConnWaitsThroughRing(t *testing.T) {
 // duplicate descriptor of the same socket, named as Go's net names it.
 func TestFileDupLikeStd(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1})
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenTCP(t, rt)
 	lf, err := ln.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		t.Fatal(err)
@@ -926,11 +922,7 @@ func TestDialerFallbackRace(t *testing.T) {
 func TestReusePortMaxConns(t *testing.T) {
 	const max, conns = 4, 12
 	rt, reg := newMetricsRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenTCP(t, rt)
 	var mu sync.Mutex
 	open := 0
 	go rt.Serve(ln, HandlerFuncs{Open: func(*CallbackConn) { mu.Lock(); open++; mu.Unlock() }})
