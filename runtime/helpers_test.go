@@ -280,6 +280,26 @@ func relAcceptEcho(wg *sync.WaitGroup, ln net.Listener) {
 	}()
 }
 
+// acceptHold accepts on ln until it is closed, holding every connection
+// open until then.
+func acceptHold(ln net.Listener) {
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+}
+
 func relDialStd(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)

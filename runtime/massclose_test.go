@@ -70,6 +70,20 @@ func massCloseN(def int) int {
 	return def
 }
 
+// massCloseCases runs f as a subtest for each uringrt server kind
+// ("conn", "callback") with n = massCloseN(12000) idle connections to
+// hold, the descriptor limit raised for them. Skipped with -short.
+func massCloseCases(t *testing.T, f func(t *testing.T, kind string, n int)) {
+	if testing.Short() {
+		t.Skip("12,000 connections: skipped with -short")
+	}
+	n := massCloseN(12000)
+	raiseNOFILE(t, uint64(n)+2000)
+	for _, kind := range []string{"conn", "callback"} {
+		t.Run(kind, func(t *testing.T) { f(t, kind, n) })
+	}
+}
+
 // echoLoop echoes c with plain Read and Write (io.Copy would splice
 // through a pipe per connection: three descriptors each) and closes it.
 func echoLoop(c net.Conn) {
@@ -166,21 +180,14 @@ func massClose(t testing.TB, addr string, n, others int) massCloseResult {
 // with no echo served meanwhile. The bounds here are loose (the figures
 // are in BENCHMARKS.md, BenchmarkMassClose).
 func TestMassCloseReleasesFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12,000 connections: skipped with -short")
-	}
-	n := massCloseN(12000)
-	raiseNOFILE(t, uint64(n)+2000)
-	for _, kind := range []string{"conn", "callback"} {
-		t.Run(kind, func(t *testing.T) {
-			addr, _ := massCloseServer(t, kind)
-			r := massClose(t, addr, n, 20)
-			t.Logf("%d connections closed at once: released in %v, %v of CPU; worst echo meanwhile %v", n, r.release, r.cpu, r.worst)
-			if r.cpu > 6*time.Second || r.release > 30*time.Second || r.worst > 10*time.Second {
-				t.Fatalf("mass close of %d: released in %v using %v of CPU, worst echo %v", n, r.release, r.cpu, r.worst)
-			}
-		})
-	}
+	massCloseCases(t, func(t *testing.T, kind string, n int) {
+		addr, _ := massCloseServer(t, kind)
+		r := massClose(t, addr, n, 20)
+		t.Logf("%d connections closed at once: released in %v, %v of CPU; worst echo meanwhile %v", n, r.release, r.cpu, r.worst)
+		if r.cpu > 6*time.Second || r.release > 30*time.Second || r.worst > 10*time.Second {
+			t.Fatalf("mass close of %d: released in %v using %v of CPU, worst echo %v", n, r.release, r.cpu, r.worst)
+		}
+	})
 }
 
 // BenchmarkMassClose measures closing URINGRT_MASSCLOSE_N (default 10,000)
@@ -207,22 +214,15 @@ func BenchmarkMassClose(b *testing.B) {
 // its 5 s bound on both APIs (before closes cancelled by user data, 10,000
 // took 5.6 s on the net.Conn API).
 func TestShutdownManyIdleConns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12,000 connections: skipped with -short")
-	}
-	n := massCloseN(12000)
-	raiseNOFILE(t, uint64(n)+2000)
-	for _, kind := range []string{"conn", "callback"} {
-		t.Run(kind, func(t *testing.T) {
-			addr, rt := massCloseServer(t, kind)
-			idleClients(t, addr, n)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			start := time.Now()
-			if err := rt.Shutdown(ctx); err != nil {
-				t.Fatalf("Shutdown with %d idle connections: %v after %v", n, err, time.Since(start))
-			}
-			t.Logf("Shutdown with %d idle connections took %v", n, time.Since(start))
-		})
-	}
+	massCloseCases(t, func(t *testing.T, kind string, n int) {
+		addr, rt := massCloseServer(t, kind)
+		idleClients(t, addr, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := rt.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown with %d idle connections: %v after %v", n, err, time.Since(start))
+		}
+		t.Logf("Shutdown with %d idle connections took %v", n, time.Since(start))
+	})
 }

@@ -200,15 +200,7 @@ func TestConnKeepAliveSetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	acceptHold(ln)
 	ref, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -612,15 +604,7 @@ func TestMultipathTCPLikeStd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gl.Close()
-	go func() {
-		for {
-			c, err := gl.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	acceptHold(gl)
 	var nd net.Dialer
 	nd.SetMultipathTCP(true)
 	gc, err := nd.Dial("tcp", gl.Addr().String())
