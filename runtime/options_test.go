@@ -77,20 +77,8 @@ func stdKeepAlive(t *testing.T, nd *net.Dialer, nl *net.ListenConfig) (dialed, a
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		ch <- c
-	}()
-	c, err := nd.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialAccept(t, ln, func(addr string) (net.Conn, error) { return nd.Dial("tcp", addr) })
 	defer c.Close()
-	s := <-ch
-	if s == nil {
-		t.Fatal("accept failed")
-	}
 	defer s.Close()
 	return keepAliveState(t, c), keepAliveState(t, s)
 }
@@ -473,22 +461,10 @@ func TestDialerControlAndLocalAddr(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			accepted := make(chan net.Conn, 1)
-			go func() {
-				c, _ := ln.Accept()
-				accepted <- c
-			}()
 			local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
 			d := &Dialer{Runtime: rt, Control: record(&ourD), LocalAddr: local}
-			c, err := d.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := dialAccept(t, ln, func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) })
 			defer c.Close()
-			s := <-accepted
-			if s == nil {
-				t.Fatal("accept failed")
-			}
 			defer s.Close()
 
 			if len(ourL) != 1 || ourL[0].network != stdL[0].network || ourL[0].address != "127.0.0.1:0" {
