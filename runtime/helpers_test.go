@@ -300,6 +300,26 @@ func acceptHold(ln net.Listener) {
 	}()
 }
 
+// dialStd dials n connections to addr with Go's net (5 s each at most);
+// they are closed when the test ends.
+func dialStd(t testing.TB, addr string, n int) []net.Conn {
+	t.Helper()
+	cs := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 func relDialStd(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)

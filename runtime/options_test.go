@@ -662,15 +662,7 @@ func TestReusePortSpreadsAccepts(t *testing.T) {
 					}
 				}()
 			}
-			var clients []net.Conn
-			defer func() { closeAll(clients) }()
-			for range conns {
-				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				clients = append(clients, c)
-			}
+			dialStd(t, ln.Addr().String(), conns)
 			for range conns {
 				select {
 				case <-opened:
@@ -886,15 +878,7 @@ func TestReusePortMaxConns(t *testing.T) {
 	var mu sync.Mutex
 	open := 0
 	go rt.Serve(ln, HandlerFuncs{Open: func(*CallbackConn) { mu.Lock(); open++; mu.Unlock() }})
-	var clients []net.Conn
-	defer func() { closeAll(clients) }()
-	for range conns {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
+	dialStd(t, ln.Addr().String(), conns)
 	// Every connection is either served or rejected (closed at once).
 	eventually(t, 10*time.Second, func() (bool, string) {
 		mu.Lock()

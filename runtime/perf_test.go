@@ -122,15 +122,7 @@ func TestCallbackZeroAllocsPerMessage(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1})
 	addr := serveCB(t, rt, EchoHandler{}).Addr().String()
 	const conns, msgs = 8, 2000
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cs[i] = c
-	}
+	cs := dialStd(t, addr, conns)
 	buf := make([]byte, 12)
 	round := func() {
 		for _, c := range cs {
