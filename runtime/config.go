@@ -231,6 +231,21 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
+	// SchedulerWait makes each loop an ordinary goroutine that waits for
+	// completions in Go's scheduler instead of a locked OS thread blocked in
+	// io_uring_enter: the ring's fd is registered with Go's netpoller
+	// (epoll; io_uring_poll reports it readable when CQEs are ready), so
+	// with GOMAXPROCS=1 the loop and the goroutines it wakes share one
+	// thread and a completion batch costs no hand-off of the P between
+	// threads. The ring then has no SINGLE_ISSUER and so no DEFER_TASKRUN
+	// (COOP_TASKRUN instead: a completion's task_work runs on the thread
+	// that submitted it at its next system call), and no registered ring
+	// fd. Side by side (BENCHMARKS.md), it makes net/http's HTTP/2 over
+	// TLS (several goroutines per connection) level with Go's net where
+	// the locked loop reaches 0.63x, and costs 1.1x CPU per message on
+	// small-message echo over net.Conn and more on the callback API, so it
+	// is off by default. DedicatedLoops does not apply with it.
+	SchedulerWait bool
 	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
 	// DefaultRingEntries.
 	RingEntries uint32

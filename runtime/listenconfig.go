@@ -156,6 +156,7 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	nfd.unlinkPath = unlink
 	nfd.captureLocal()
 	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse), active: new(atomic.Int64)}
+	ln.prepareInherit()
 	nfd.start(true)
 	rt.mu.Lock()
 	rt.listeners[ln] = struct{}{}

@@ -22,6 +22,9 @@ type listener struct {
 	rt     *Runtime
 	active *atomic.Int64 // open connections accepted here (MaxConns); shared by a ReusePort group
 	opts   *listenOpts   // from a ListenConfig (listenconfig.go); nil: defaults
+	// inherit: whether accepted sockets inherit the listener's TCP
+	// options (sockopt.go); inheritUnknown until the first accept
+	inherit atomic.Int32
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool

@@ -60,6 +60,7 @@ type loop struct {
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
+	gw    *goWaiter // SchedulerWait's park on the ring fd (loop_gowait.go), nil otherwise
 	done  chan struct{}
 }
 
@@ -67,9 +68,12 @@ type loop struct {
 func startLoop(rt *Runtime, id int) (*loop, error) {
 	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
 	errc := make(chan error, 1)
+	goWait := rt.cfg.SchedulerWait
 	go func() {
-		goruntime.LockOSThread() // never unlocked: the thread exits with the loop
-		if err := l.setup(); err != nil {
+		if !goWait {
+			goruntime.LockOSThread() // never unlocked: the thread exits with the loop
+		}
+		if err := l.setup(goWait); err != nil {
 			errc <- err
 			close(l.done)
 			return
@@ -83,10 +87,10 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 	return l, nil
 }
 
-func (l *loop) setup() error {
+func (l *loop) setup(goWait bool) error {
 	cfg := &l.rt.cfg
 	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff {
+	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff || goWait {
 		// Without DEFER_TASKRUN the kernel runs completion task_work as
 		// it comes (COOP_TASKRUN): the comparison baseline for batching.
 		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag
@@ -97,7 +101,12 @@ func (l *loop) setup() error {
 		return err
 	}
 	l.ring = ring
-	if err := ring.RegisterRingFD(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+	if goWait {
+		if err := l.setupGoWait(); err != nil {
+			ring.Close()
+			return err
+		}
+	} else if err := ring.RegisterRingFD(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		l.rt.logger.Debug("register ring fd", "err", err)
 	}
 	if cfg.IOWQMaxWorkers > 0 {
@@ -172,12 +181,14 @@ func (l *loop) run() {
 				minC, timeout, minWait = l.waitPolicy(idle)
 			}
 		}
-		holdP := minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
+		holdP := l.gw == nil && minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
 		var err error
 		if minC > 0 && len(l.recancel) > 0 {
 			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
 		}
-		if holdP {
+		if l.gw != nil && minC > 0 {
+			l.goWait(timeout)
+		} else if holdP {
 			_, err = l.ring.SubmitAndWaitHoldP(minC, min(timeout, holdPWaitCap), minWait)
 		} else {
 			_, err = l.ring.SubmitAndWait(minC, timeout, minWait)
@@ -328,6 +339,7 @@ func (l *loop) teardown() {
 	if l.bufRing != nil {
 		l.bufRing.Close()
 	}
+	l.closeGoWait()
 	l.ring.Close()
 	l.wakeFD.Close()
 }

@@ -893,3 +893,106 @@ func TestReusePortMaxConns(t *testing.T) {
 		t.Errorf("%d connections served over a ReusePort group with MaxConns %d", open, max)
 	}
 }
+
+// TestAcceptedInheritListenerOptions: every connection accepted from one
+// listener, not only the first (whose options initAccepted checks), has
+// TCP_NODELAY and the keep-alive settings Go's net gives it, on both APIs,
+// with the kernel's keep-alive timer running: the later ones get them from
+// the listening socket (Linux copies them on accept) instead of five
+// setsockopt calls each.
+func TestAcceptedInheritListenerOptions(t *testing.T) {
+	custom := net.KeepAliveConfig{Enable: true, Idle: 31 * time.Second, Interval: 7 * time.Second, Count: 4}
+	cases := []struct {
+		name string
+		lka  time.Duration
+		cfg  net.KeepAliveConfig
+	}{
+		{name: "defaults"},
+		{name: "off", lka: -1},
+		{name: "config", cfg: custom},
+	}
+	rt := newRT(t, Config{Loops: 1})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, want := stdKeepAlive(t, &net.Dialer{}, &net.ListenConfig{KeepAlive: tc.lka, KeepAliveConfig: tc.cfg})
+			ln, err := (&ListenConfig{Runtime: rt, KeepAlive: tc.lka, KeepAliveConfig: tc.cfg}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			for i := 0; i < 3; i++ {
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := keepAliveState(t, s); got != want {
+					t.Errorf("accepted #%d: %+v, Go's net: %+v", i, got, want)
+				}
+				if nd := noDelay(t, s); nd != 1 {
+					t.Errorf("accepted #%d: TCP_NODELAY %d, want 1", i, nd)
+				}
+				c.Close()
+				s.Close()
+			}
+			if got := ln.(*listener).inherit.Load(); got != inheritYes {
+				t.Errorf("listener inherit state %d, want inheritYes (%d): accepted sockets should inherit on Linux", got, inheritYes)
+			}
+		})
+	}
+	t.Run("callback", func(t *testing.T) {
+		ln, err := rt.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want := stdKeepAlive(t, &net.Dialer{}, &net.ListenConfig{})
+		got := make(chan kaState, 3)
+		nds := make(chan int, 3)
+		h := &HandlerFuncs{Open: func(c *CallbackConn) {
+			var s kaState
+			fd := c.fd.fd
+			s.on, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+			s.idle, _ = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+			s.intvl, _ = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
+			s.cnt, _ = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT)
+			nd, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			got <- s
+			nds <- nd
+		}}
+		go rt.Serve(ln, h)
+		defer ln.Close()
+		for i := 0; i < 3; i++ {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			select {
+			case s := <-got:
+				if s != want {
+					t.Errorf("callback accepted #%d: %+v, Go's net: %+v", i, s, want)
+				}
+				if nd := <-nds; nd != 1 {
+					t.Errorf("callback accepted #%d: TCP_NODELAY %d, want 1", i, nd)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("callback accept #%d: OnOpen not called in 10s", i)
+			}
+		}
+	})
+}
+
+// noDelay reads TCP_NODELAY through c's SyscallConn.
+func noDelay(t *testing.T, c net.Conn) int {
+	t.Helper()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := -1
+	rc.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
+	return v
+}

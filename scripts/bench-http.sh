@@ -5,6 +5,7 @@
 #
 #   scripts/bench-http.sh                       # all workloads, 3 rounds, 5 s each
 #   WORKLOADS="http-ka resp" ROUNDS=5 DUR=10 scripts/bench-http.sh
+#   BACKENDS="std uring uring-sched" WORKLOADS=h2 scripts/bench-http.sh
 #
 # Workloads (client pinned to CPU 1, server to CPU 0 with GOMAXPROCS=1 and
 # one uringrt loop):
@@ -21,6 +22,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp}
+# BACKENDS: std (Go's net), uring (uringrt, locked loop), uring-sched
+# (uringrt with Config.SchedulerWait)
+BACKENDS=${BACKENDS:-std uring}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 CONNS=${CONNS:-200}
@@ -83,7 +87,7 @@ run_client() {
 
 for w in $WORKLOADS; do
 	for r in $(seq "$ROUNDS"); do
-		for b in std uring; do
+		for b in $BACKENDS; do
 			case $w in
 			resp) cmd=("$OUT/bin/resp-server" -addr 127.0.0.1:$PORT -backend $b) ;;
 			h2) cmd=("$OUT/bin/http-server" -addr 127.0.0.1:$PORT -backend $b -tls) ;;
@@ -104,19 +108,22 @@ for w in $WORKLOADS; do
 	done
 done
 
-# summary: medians per workload and backend, ratios uring/std
+# summary: medians per workload and backend, ratios against std
 {
-echo "| workload | Go net req/s | Go net server CPU us/req | uringrt req/s | uringrt us/req | req/s ratio | CPU ratio |"
-echo "|---|---|---|---|---|---|---|"
+echo "| workload | backend | req/s | server CPU us/req | req/s vs Go net | CPU/req vs Go net |"
+echo "|---|---|---|---|---|---|"
 for w in $WORKLOADS; do
-	awk -v w="$w" '
-	function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-	{ split($0, f, " "); for (i in f) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
-	  if (v["workload"] != w) next
-	  if (v["backend"] == "std") { sr[++ns] = v["rps"]; sc[ns] = v["srv_us_per_req"] } else { ur[++nu] = v["rps"]; uc[nu] = v["srv_us_per_req"] } }
-	END { a = med(sr, ns); b = med(sc, ns); c = med(ur, nu); d = med(uc, nu)
-	  printf "| %s | %.0f | %.1f | %.0f | %.1f | %.2fx | %.2fx |\n", w, a, b, c, d, (a ? c / a : 0), (b ? d / b : 0) }' "$RAW"
+	for b in $BACKENDS; do
+		awk -v w="$w" -v b="$b" '
+		function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{ split($0, f, " "); for (i in f) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+		  if (v["workload"] != w) next
+		  if (v["backend"] == "std") { sr[++ns] = v["rps"]; sc[ns] = v["srv_us_per_req"] }
+		  if (v["backend"] == b) { ur[++nu] = v["rps"]; uc[nu] = v["srv_us_per_req"] } }
+		END { a = med(sr, ns); c2 = med(sc, ns); r = med(ur, nu); d = med(uc, nu)
+		  printf "| %s | %s | %.0f | %.1f | %.2fx | %.2fx |\n", w, b, r, d, (a ? r / a : 0), (c2 ? d / c2 : 0) }' "$RAW"
+	done
 done
 } | tee "$OUT/summary.md"
 echo "raw: $RAW" >&2

@@ -166,6 +166,7 @@ func flagRanges() map[string]flagRange {
 		"wait-latency":         durRange(0, maxWaitLatency, "0 = default"),
 		"idle-poll":            durRange(0, maxIdlePoll, ""),
 		"dedicated":            boolRange,
+		"scheduler-wait":       boolRange,
 		"inc-buffers":          boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),

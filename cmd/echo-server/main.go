@@ -42,7 +42,7 @@ type options struct {
 	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion, dedicated, incBufs                  bool
+	showVersion, dedicated, incBufs, schedWait       bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -71,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
+	fs.BoolVar(&o.schedWait, "scheduler-wait", false, "loops are goroutines waiting in Go's netpoller, not locked threads (Config.SchedulerWait)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.incBufs, "inc-buffers", false, "incrementally consumed provided buffers, 128 x 32 KiB, where the kernel has them (Linux 6.12+; Config.IncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
@@ -139,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := uringrt.Config{
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
-		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, ReusePort: o.reusePort,
+		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, SchedulerWait: o.schedWait, ReusePort: o.reusePort,
 		UDPRecvMultishot:   o.udpMultishot,
 		IncrementalBuffers: o.incBufs,
 	}
