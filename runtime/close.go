@@ -37,6 +37,18 @@ func (n *netFD) close() error {
 	for n.refs.Load() != 0 {
 		goruntime.Gosched()
 	}
+	if n.stream {
+		// A connection: close(2) here and let the loop finish without
+		// waiting for it. No goroutine is inside a syscall on fd (refs)
+		// and no op can be armed on it any more (closing), so the
+		// number is never used again by this netFD; each op still in
+		// flight holds its own reference to the socket, which the
+		// kernel releases (sending the FIN) when the op's cancel
+		// completes. Close then costs no round trip to the loop.
+		n.closeSyscall()
+		n.l.post(request{kind: reqCloseFD, nfd: n})
+		return nil
+	}
 	n.l.post(request{kind: reqCloseFD, nfd: n})
 	select {
 	case <-n.closed:
@@ -69,6 +81,17 @@ func (n *netFD) dropOp(o *op) {
 // finalClose runs on the loop when no op of fd is in flight (or once the
 // loop has exited). It closes fd once.
 func (n *netFD) finalClose() {
+	if !n.finished.CompareAndSwap(false, true) {
+		return
+	}
+	n.closeSyscall()
+	n.rt.untrack(n)
+	close(n.closed)
+}
+
+// closeSyscall closes fd (and removes a unix listener's socket file) once,
+// whoever calls it first: Close's caller for a connection, else the loop.
+func (n *netFD) closeSyscall() {
 	if !n.final.CompareAndSwap(false, true) {
 		return
 	}
@@ -76,8 +99,6 @@ func (n *netFD) finalClose() {
 	if n.unlinkPath != "" {
 		unix.Unlink(n.unlinkPath)
 	}
-	n.rt.untrack(n)
-	close(n.closed)
 }
 
 // closeFD cancels every op on nfd, each by its user data, and closes the

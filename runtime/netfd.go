@@ -36,9 +36,10 @@ type netFD struct {
 	// less memory).
 	*connIO
 
-	ops         []*op // loop-owned: ops of this fd in flight
-	closeQueued bool  // loop-owned: close(2) once ops is empty
-	final       atomic.Bool
+	ops         []*op       // loop-owned: ops of this fd in flight
+	closeQueued bool        // loop-owned: close(2) once ops is empty
+	final       atomic.Bool // fd was closed (closeSyscall)
+	finished    atomic.Bool // finalClose ran: untracked, closed signalled
 
 	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
 
@@ -48,6 +49,11 @@ type netFD struct {
 	ln           *listener
 	dialed       bool // from Dial: counted as a connection
 	cb           bool // a callback conn: its loop closes it
+	// stream: a net.Conn TCP or unix stream connection (accepted or
+	// dialed), whose Close does the close(2) itself and does not wait
+	// for the loop (close.go). Listeners and PacketConns wait, so that
+	// their address is free again when Close returns.
+	stream bool
 }
 
 // connIO is the per-direction state a goroutine-driven fd needs.
