@@ -159,12 +159,7 @@ func TestPauseOvershootBounded(t *testing.T) {
 	const maxWB = 64 << 10
 	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: maxWB})
 	var maxQueued atomic.Int64
-	ln := relServeCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
-		c.Write(d)
-		if q := int64(c.outq.n); q > maxQueued.Load() {
-			maxQueued.Store(q)
-		}
-	}})
+	ln := relServeCB(t, rt, echoMaxQueued(&maxQueued))
 	s := startSlowReaders(t, ln.Addr().String(), 8, 16<<20, time.Second)
 	bufSize := rt.Config().BufferSize
 	if br := rt.loops[0].bufRing; br != nil {
@@ -203,12 +198,7 @@ func TestThousandSlowReadersBudget(t *testing.T) {
 	rt := newRT(t, Config{Loops: 2, MaxBufferedBytes: maxBuffered})
 	cfg := rt.Config()
 	var maxQueued atomic.Int64
-	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
-		c.Write(d)
-		if q := int64(c.outq.n); q > maxQueued.Load() {
-			maxQueued.Store(q)
-		}
-	}}
+	h := echoMaxQueued(&maxQueued)
 	ln := relServeCB(t, rt, h)
 	debug.FreeOSMemory()
 	base := relRssBytes(t)

@@ -11,29 +11,6 @@ import (
 	"time"
 )
 
-// serveCB starts Serve with h on a new listener of rt and returns its address.
-func serveCB(t *testing.T, rt *Runtime, h Handler) string {
-	t.Helper()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rt.Serve(ln, h)
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return after the listener closed")
-		}
-	})
-	return ln.Addr().String()
-}
-
 // TestCallbackBlockingHandlerKeepsOrder runs a MayBlocker handler on the
 // fixed pool: callbacks of one connection stay in order, OnOpen comes first
 // and OnClose last with io.EOF after the peer's close.
@@ -63,7 +40,7 @@ func TestCallbackBlockingHandlerKeepsOrder(t *testing.T) {
 				closed <- err
 			},
 		}
-		addr := serveCB(t, rt, h)
+		addr := serveCB(t, rt, h).Addr().String()
 		const conns = 8
 		var wg sync.WaitGroup
 		for i := 0; i < conns; i++ {
@@ -125,7 +102,7 @@ func TestCallbackAsyncWriteAndClose(t *testing.T) {
 			}
 		},
 		Close: func(c *CallbackConn, err error) { closed <- err },
-	})
+	}).Addr().String()
 	got, cc, err := asyncWriteThenQuit(t, addr, opened)
 	if err != nil || got != "hello bye" {
 		t.Fatalf("got %q, %v", got, err)
@@ -144,7 +121,7 @@ func TestDialCallback(t *testing.T) {
 	for _, backend := range []Backend{BackendUring, BackendStd} {
 		t.Run(backend.String(), func(t *testing.T) {
 			rt := newRT(t, Config{Loops: 1, Backend: backend})
-			addr := serveCB(t, rt, EchoHandler{})
+			addr := serveCB(t, rt, EchoHandler{}).Addr().String()
 			got := make(chan []byte, 1)
 			closed := make(chan error, 1)
 			var buf []byte
@@ -214,7 +191,7 @@ func TestCallbackAsyncWriteOrderTiers(t *testing.T) {
 						c.Close()
 					}
 				},
-			})
+			}).Addr().String()
 			const rounds = 2000
 			bad := 0
 			for i := 0; i < rounds; i++ {

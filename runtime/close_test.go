@@ -155,11 +155,7 @@ func TestIdleReadableNoSpin(t *testing.T) {
 			rt := newRT(t, tier.cfg)
 			c, s := pair(t, rt, "tcp")
 			c2, s2 := pair(t, rt, "tcp")
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
+			ln := listenTCP(t, rt)
 			// s was read once (its POLLIN consumed), then gets bytes nobody reads.
 			c.Write([]byte("a"))
 			s.Read(make([]byte, 1))

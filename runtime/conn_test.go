@@ -169,18 +169,7 @@ func TestEchoManyConns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer c.Close()
-						io.Copy(c, c)
-					}()
-				}
-			}()
+			relAcceptEcho(new(sync.WaitGroup), ln)
 			defer ln.Close()
 			const conns, msgs = 50, 50
 			var wg sync.WaitGroup

@@ -115,7 +115,9 @@
 //	               pollable_blocking.go (a fixed worker blocks)
 //	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);
 //	               rawend.go the two ends a splice moves between
-//	rawconn.go     SyscallConn; sockopt.go keep-alive and socket options
+//	rawconn.go     the one nonblock-try loop (netFD.rawIO: Accept, UDP
+//	               writes, RawConn, splice ends) and SyscallConn;
+//	               sockopt.go keep-alive and socket options
 //	listen.go      Listen; listener.go the listener and Accept;
 //	               listenconfig.go ListenConfig; listen_reuse.go the
 //	               SO_REUSEPORT group (a socket per loop)

@@ -24,11 +24,7 @@ func TestAcceptAddrAfterPeerReset(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
+			ln := listenTCP(t, rt)
 			c, err := net.Dial("tcp", ln.Addr().String())
 			if err != nil {
 				t.Fatal(err)
@@ -187,11 +183,7 @@ func TestDialContextCancelled(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
-			tcp, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tcp.Close()
+			tcp := listenTCP(t, rt)
 			ux, err := rt.Listen("unix", t.TempDir()+"/s.sock")
 			if err != nil {
 				t.Fatal(err)

@@ -103,11 +103,7 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 				t.Errorf("uringrt_backend_info{backend=\"std\"} not exported")
 			}
 			// It serves: a net.Conn echo through Go's net.
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
+			ln := listenTCP(t, rt)
 			if _, ok := ln.(*stdListener); !ok {
 				t.Fatalf("Listen returned %T, want Go's listener", ln)
 			}

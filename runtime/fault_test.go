@@ -170,11 +170,7 @@ func TestAcceptEMFILEConn(t *testing.T) {
 		t.Run(tier.name, func(t *testing.T) {
 			hog := limitFDs(t)
 			rt := newRT(t, tier.cfg)
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
+			ln := listenTCP(t, rt)
 			var calls atomic.Int64
 			firstErr := make(chan error, 1)
 			go func() { // net/http's accept loop

@@ -108,36 +108,14 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 			name string
 			pair func(testing.TB) (net.Conn, net.Conn)
 		}{tier.name, func(t testing.TB) (net.Conn, net.Conn) {
-			return fuzzPair(t, rln, func(a string) (net.Conn, error) { return rt.Dial("tcp", a) })
+			return dialAccept(t, rln, func(a string) (net.Conn, error) { return rt.Dial("tcp", a) })
 		}})
 	}
 	return env
 }
 
 func (e *fuzzEnv) stdPair(t testing.TB) (net.Conn, net.Conn) {
-	return fuzzPair(t, e.stdLn, func(a string) (net.Conn, error) { return net.DialTimeout("tcp", a, 5*time.Second) })
-}
-
-func fuzzPair(t testing.TB, ln net.Listener, dial func(string) (net.Conn, error)) (net.Conn, net.Conn) {
-	t.Helper()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			c = nil
-		}
-		ch <- c
-	}()
-	c, err := dial(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := <-ch
-	if s == nil {
-		c.Close()
-		t.Fatal("accept failed")
-	}
-	return c, s
+	return dialAccept(t, e.stdLn, func(a string) (net.Conn, error) { return net.DialTimeout("tcp", a, 5*time.Second) })
 }
 
 // fuzzOp is one step of a program; side is 0 (client) or 1 (server).

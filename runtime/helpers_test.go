@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +51,9 @@ func resetPeakRSS(t testing.TB) {
 		t.Skipf("cannot reset the peak RSS: %v", err)
 	}
 }
+
+// relRssBytes is VmRSS: the process's resident memory now, in bytes.
+func relRssBytes(t testing.TB) int64 { return procStatusBytes(t, "VmRSS") }
 
 // peakRSS is VmHWM: the highest RSS since resetPeakRSS.
 func peakRSS(t testing.TB) int64 { return procStatusBytes(t, "VmHWM") }
@@ -170,9 +175,10 @@ func relWaitFor(d time.Duration, cond func() bool) bool {
 	}
 }
 
-// relServeCB runs the callback API with h on a new loopback listener of rt
-// until the test ends.
-func relServeCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
+// serveCB runs the callback API with h on a new loopback listener of rt
+// until the test ends, when it closes the listener and waits (10 s at
+// most) for Serve to return.
+func serveCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
 	t.Helper()
 	ln, err := rt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -183,12 +189,6 @@ func relServeCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
 		defer close(done)
 		rt.Serve(ln, h)
 	}()
-	// Serve has taken the listener once a connection is echoed; wait for
-	// that so the cleanup's Close never races with Serve's start.
-	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-	if err == nil {
-		c.Close()
-	}
 	t.Cleanup(func() {
 		ln.Close()
 		select {
@@ -198,6 +198,41 @@ func relServeCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
 		}
 	})
 	return ln
+}
+
+// relServeCB is serveCB, returning once one connection (dialed and closed
+// at once; h sees it) has reached the listener, so the cleanup's Close
+// never races with Serve's start.
+func relServeCB(t testing.TB, rt *Runtime, h Handler) net.Listener {
+	t.Helper()
+	ln := serveCB(t, rt, h)
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return ln
+}
+
+// echoMaxQueued is a callback echo handler that records in max the most
+// bytes a connection's output queue held after a Write.
+func echoMaxQueued(max *atomic.Int64) Handler {
+	return HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		if q := int64(c.outq.n); q > max.Load() {
+			max.Store(q)
+		}
+	}}
+}
+
+// echoServer starts an echo server on rt, through the callback API
+// (EchoHandler) or (api "conn") a goroutine per net.Conn, and returns its
+// address. It stops when the test ends.
+func echoServer(t testing.TB, rt *Runtime, api string) string {
+	t.Helper()
+	if api == "callback" {
+		return serveCB(t, rt, EchoHandler{}).Addr().String()
+	}
+	return relServeConnEcho(t, rt).Addr().String()
 }
 
 // relServeConnEcho runs an io.Copy echo server on the net.Conn API.
@@ -245,6 +280,46 @@ func relAcceptEcho(wg *sync.WaitGroup, ln net.Listener) {
 	}()
 }
 
+// acceptHold accepts on ln until it is closed, holding every connection
+// open until then.
+func acceptHold(ln net.Listener) {
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+}
+
+// dialStd dials n connections to addr with Go's net (5 s each at most);
+// they are closed when the test ends.
+func dialStd(t testing.TB, addr string, n int) []net.Conn {
+	t.Helper()
+	cs := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 func relDialStd(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -268,6 +343,18 @@ func newRT(t testing.TB, cfg Config) *Runtime {
 	return rt
 }
 
+// listenTCP returns a new loopback TCP listener of rt, closed when the
+// test ends.
+func listenTCP(t testing.TB, rt *Runtime) net.Listener {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
 func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
 	t.Helper()
 	addr := "127.0.0.1:0"
@@ -286,9 +373,21 @@ func pair(t testing.TB, rt *Runtime, network string) (client, server net.Conn) {
 func pairOn(t testing.TB, ln net.Listener, dial func(addr string) (net.Conn, error)) (client, server net.Conn) {
 	t.Helper()
 	defer ln.Close()
+	client, server = dialAccept(t, ln, dial)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// dialAccept dials ln's address with dial and accepts the one connection.
+// ln stays open, and the caller closes both ends.
+func dialAccept(t testing.TB, ln net.Listener, dial func(addr string) (net.Conn, error)) (client, server net.Conn) {
+	t.Helper()
 	ch := make(chan net.Conn, 1)
 	go func() {
-		c, _ := ln.Accept()
+		c, err := ln.Accept()
+		if err != nil {
+			c = nil
+		}
 		ch <- c
 	}()
 	client, err := dial(ln.Addr().String())
@@ -297,10 +396,26 @@ func pairOn(t testing.TB, ln net.Listener, dial func(addr string) (net.Conn, err
 	}
 	server = <-ch
 	if server == nil {
+		client.Close()
 		t.Fatal("accept failed")
 	}
-	t.Cleanup(func() { client.Close(); server.Close() })
 	return client, server
+}
+
+// goClientPair returns a connected pair whose client is Go's net and whose
+// server side is accepted from a loopback listener of rt (of Go's net when
+// rt is nil); both are closed when the test ends.
+func goClientPair(t testing.TB, rt *Runtime) (client, server net.Conn) {
+	t.Helper()
+	listen := net.Listen
+	if rt != nil {
+		listen = rt.Listen
+	}
+	ln, err := listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pairOn(t, ln, func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) })
 }
 
 func setLinger0(t testing.TB, c net.Conn) {
@@ -348,4 +463,84 @@ func idleClients(t testing.TB, addr string, n int) (closeAll func()) {
 		t.Fatalf("client: %q", line)
 	}
 	return closeAll
+}
+
+// faultServer is one echo server a fault test runs against: the callback
+// API, or the net.Conn API under one pollable policy.
+type faultServer struct {
+	name     string
+	callback bool
+	pollable Pollable
+}
+
+// faultServers lists the callback API, then the net.Conn API under every
+// pollable policy ("conn-hybrid", ...).
+func faultServers() []faultServer {
+	servers := []faultServer{{"callback", true, PollHybrid}}
+	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
+		servers = append(servers, faultServer{"conn-" + p.String(), false, p})
+	}
+	return servers
+}
+
+// faultEcho is the echo server of one fault case: a runtime of two loops
+// serving s on ln (EchoHandler, or relAcceptEcho's io.Copy per net.Conn).
+type faultEcho struct {
+	rt      *Runtime
+	ln      net.Listener
+	wg      sync.WaitGroup // the server's goroutines
+	stopped bool
+}
+
+// startFaultEcho starts s's echo server on the listener listen makes. The
+// caller defers abort, and calls stop as the case ends.
+func startFaultEcho(t *testing.T, s faultServer, listen func(rt *Runtime) (net.Listener, error)) *faultEcho {
+	t.Helper()
+	rt, err := New(Config{Loops: 2, Backend: BackendUring, Pollable: s.pollable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &faultEcho{rt: rt}
+	if e.ln, err = listen(rt); err != nil {
+		rt.Close()
+		t.Fatal(err)
+	}
+	if s.callback {
+		e.wg.Add(1)
+		go func() { defer e.wg.Done(); rt.Serve(e.ln, EchoHandler{}) }()
+	} else {
+		relAcceptEcho(&e.wg, e.ln)
+	}
+	return e
+}
+
+// abort closes the runtime if stop did not (a case that failed early).
+func (e *faultEcho) abort() {
+	if !e.stopped {
+		e.rt.Close()
+	}
+}
+
+// stop ends a fault case's server: Shutdown within its 5 s bound, then the
+// listener and the runtime closed (Close within 6 s) and every goroutine of
+// the server returned.
+func (e *faultEcho) stop(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := e.rt.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v after %v", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("Shutdown took %v, bound 5s", d)
+	}
+	e.ln.Close()
+	start = time.Now()
+	e.rt.Close()
+	e.stopped = true
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	e.wg.Wait()
 }

@@ -243,8 +243,7 @@ func (rt *Runtime) waitConnect(ctx context.Context, n *netFD) error {
 	defer stop()
 	defer n.wdl.set(timeZero, nil)
 	for {
-		n.l.post(request{kind: reqArm, op: &n.pollOut})
-		n.wr.wait(n.abortWrite)
+		n.waitWrite()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,36 +47,34 @@ func (ln *listener) Accept() (net.Conn, error) {
 	fd.rmu.Lock()
 	defer fd.rmu.Unlock()
 	for {
-		if fd.closing.Load() {
-			return nil, fd.opError("accept", net.ErrClosed)
-		}
-		if fd.rdl.expired.Load() {
-			return nil, fd.opError("accept", os.ErrDeadlineExceeded)
-		}
-		if !fd.incref() {
-			continue
-		}
-		nfd, rsa, err := unix.Accept4(fd.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		fd.decref()
-		if err == nil {
-			c, ok := ln.newConn(nfd, rsa, false)
-			if !ok {
-				continue
+		var nfd int
+		var rsa unix.Sockaddr
+		var errno syscall.Errno
+		err := fd.rawIO(false, func(sysfd int) rawResult {
+			var err error
+			nfd, rsa, err = unix.Accept4(sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			switch err {
+			case nil:
+			case syscall.EAGAIN:
+				fd.l.stats.acceptPollArmed.Add(1)
+				return rawWait
+			case syscall.EINTR, syscall.ECONNABORTED:
+				return rawMore
+			default:
+				errno = err.(syscall.Errno)
 			}
+			return rawDone
+		})
+		switch {
+		case err != nil:
+			return nil, fd.opError("accept", err)
+		case errno != 0:
+			ln.rt.countAcceptError(errno)
+			return nil, fd.opError("accept", sysError("accept", errno))
+		}
+		if c, ok := ln.newConn(nfd, rsa, false); ok {
 			return c, nil
 		}
-		switch err {
-		case syscall.EAGAIN:
-			fd.l.stats.acceptPollArmed.Add(1)
-			fd.rearmPollIn()
-			fd.rd.wait(fd.abortRead)
-			continue
-		case syscall.EINTR, syscall.ECONNABORTED:
-			continue
-		}
-		errno := err.(syscall.Errno)
-		ln.rt.countAcceptError(errno)
-		return nil, fd.opError("accept", sysError("accept", errno))
 	}
 }
 

@@ -20,28 +20,29 @@ type massCloseResult struct {
 }
 
 // massCloseServer starts an echo server of the given kind on loopback and
-// returns its address: "conn" (uringrt net.Conn, a goroutine per
-// connection), "callback" (uringrt Serve) or "net" (Go's net).
-func massCloseServer(t testing.TB, kind string) string {
+// returns its address and runtime (nil for "net"): "conn" (uringrt
+// net.Conn, a goroutine per connection), "callback" (uringrt Serve) or
+// "net" (Go's net).
+func massCloseServer(t testing.TB, kind string) (string, *Runtime) {
 	t.Helper()
+	var rt *Runtime
 	var ln net.Listener
 	var err error
 	switch kind {
 	case "net":
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 	default:
-		rt := newRT(t, Config{})
+		rt = newRT(t, Config{})
 		ln, err = rt.Listen("tcp", "127.0.0.1:0")
-		if err == nil && kind == "callback" {
-			go rt.Serve(ln, EchoHandler{})
-			t.Cleanup(func() { ln.Close() })
-			return ln.Addr().String()
-		}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	if kind == "callback" {
+		go rt.Serve(ln, EchoHandler{})
+		return ln.Addr().String(), rt
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -55,7 +56,32 @@ func massCloseServer(t testing.TB, kind string) string {
 			go echoLoop(c)
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), rt
+}
+
+// massCloseN is how many idle connections a mass close holds:
+// URINGRT_MASSCLOSE_N, else def.
+func massCloseN(def int) int {
+	if s := os.Getenv("URINGRT_MASSCLOSE_N"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// massCloseCases runs f as a subtest for each uringrt server kind
+// ("conn", "callback") with n = massCloseN(12000) idle connections to
+// hold, the descriptor limit raised for them. Skipped with -short.
+func massCloseCases(t *testing.T, f func(t *testing.T, kind string, n int)) {
+	if testing.Short() {
+		t.Skip("12,000 connections: skipped with -short")
+	}
+	n := massCloseN(12000)
+	raiseNOFILE(t, uint64(n)+2000)
+	for _, kind := range []string{"conn", "callback"} {
+		t.Run(kind, func(t *testing.T) { f(t, kind, n) })
+	}
 }
 
 // echoLoop echoes c with plain Read and Write (io.Copy would splice
@@ -154,23 +180,14 @@ func massClose(t testing.TB, addr string, n, others int) massCloseResult {
 // with no echo served meanwhile. The bounds here are loose (the figures
 // are in BENCHMARKS.md, BenchmarkMassClose).
 func TestMassCloseReleasesFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12,000 connections: skipped with -short")
-	}
-	n := 12000
-	if s := os.Getenv("URINGRT_MASSCLOSE_N"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	raiseNOFILE(t, uint64(n)+2000)
-	for _, kind := range []string{"conn", "callback"} {
-		t.Run(kind, func(t *testing.T) {
-			r := massClose(t, massCloseServer(t, kind), n, 20)
-			t.Logf("%d connections closed at once: released in %v, %v of CPU; worst echo meanwhile %v", n, r.release, r.cpu, r.worst)
-			if r.cpu > 6*time.Second || r.release > 30*time.Second || r.worst > 10*time.Second {
-				t.Fatalf("mass close of %d: released in %v using %v of CPU, worst echo %v", n, r.release, r.cpu, r.worst)
-			}
-		})
-	}
+	massCloseCases(t, func(t *testing.T, kind string, n int) {
+		addr, _ := massCloseServer(t, kind)
+		r := massClose(t, addr, n, 20)
+		t.Logf("%d connections closed at once: released in %v, %v of CPU; worst echo meanwhile %v", n, r.release, r.cpu, r.worst)
+		if r.cpu > 6*time.Second || r.release > 30*time.Second || r.worst > 10*time.Second {
+			t.Fatalf("mass close of %d: released in %v using %v of CPU, worst echo %v", n, r.release, r.cpu, r.worst)
+		}
+	})
 }
 
 // BenchmarkMassClose measures closing URINGRT_MASSCLOSE_N (default 10,000)
@@ -178,15 +195,13 @@ func TestMassCloseReleasesFast(t *testing.T) {
 // echoing: the time to release them and the worst echo latency. Run it with
 // -benchtime 1x (each op is one whole mass close).
 func BenchmarkMassClose(b *testing.B) {
-	n := 10000
-	if s := os.Getenv("URINGRT_MASSCLOSE_N"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := massCloseN(10000)
 	raiseSoftNOFILE()
 	for _, kind := range []string{"net", "conn", "callback"} {
 		b.Run(kind, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				r := massClose(b, massCloseServer(b, kind), n, 50)
+				addr, _ := massCloseServer(b, kind)
+				r := massClose(b, addr, n, 50)
 				b.ReportMetric(float64(r.release.Milliseconds()), "release-ms")
 				b.ReportMetric(float64(r.worst.Milliseconds()), "worst-echo-ms")
 				b.ReportMetric(float64(r.cpu.Milliseconds()), "cpu-ms")
@@ -199,42 +214,15 @@ func BenchmarkMassClose(b *testing.B) {
 // its 5 s bound on both APIs (before closes cancelled by user data, 10,000
 // took 5.6 s on the net.Conn API).
 func TestShutdownManyIdleConns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("12,000 connections: skipped with -short")
-	}
-	n := 12000
-	if s := os.Getenv("URINGRT_MASSCLOSE_N"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	raiseNOFILE(t, uint64(n)+2000)
-	for _, kind := range []string{"conn", "callback"} {
-		t.Run(kind, func(t *testing.T) {
-			rt := newRT(t, Config{})
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if kind == "callback" {
-				go rt.Serve(ln, EchoHandler{})
-			} else {
-				go func() {
-					for {
-						c, err := ln.Accept()
-						if err != nil {
-							return
-						}
-						go func() { io.Copy(c, c); c.Close() }()
-					}
-				}()
-			}
-			idleClients(t, ln.Addr().String(), n)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			start := time.Now()
-			if err := rt.Shutdown(ctx); err != nil {
-				t.Fatalf("Shutdown with %d idle connections: %v after %v", n, err, time.Since(start))
-			}
-			t.Logf("Shutdown with %d idle connections took %v", n, time.Since(start))
-		})
-	}
+	massCloseCases(t, func(t *testing.T, kind string, n int) {
+		addr, rt := massCloseServer(t, kind)
+		idleClients(t, addr, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := rt.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown with %d idle connections: %v after %v", n, err, time.Since(start))
+		}
+		t.Logf("Shutdown with %d idle connections took %v", n, time.Since(start))
+	})
 }

@@ -203,6 +203,18 @@ var acceptErrnos = []syscall.Errno{unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.
 
 type collector struct{ rt *Runtime }
 
+// sink sends a collector's samples: counter and gauge each send one
+// constant metric of d with value v and the given label values.
+type sink chan<- prometheus.Metric
+
+func (s sink) counter(d *prometheus.Desc, v uint64, labels ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func (s sink) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	s <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
 // Describe sends every metric's descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS,
@@ -215,37 +227,35 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the loops' counters.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	rt := c.rt
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
+	out := sink(ch)
 	for _, l := range rt.loops {
 		id := strconv.Itoa(l.id)
 		s := &l.stats
-		counter(dSQEs, s.sqes.Load(), id)
-		counter(dCQEs, s.cqes.Load(), id)
-		counter(dEnters, s.enters.Load(), id)
-		counter(dCQOver, s.cqOverflows.Load(), id)
-		counter(dSQFull, s.sqFull.Load(), id)
-		counter(dPollArms, s.pollArms.Load(), id)
-		counter(dENOBUFS, s.enobufs.Load(), id)
-		counter(dIdlePoll, s.idlePollHits.Load(), id, "work")
-		counter(dIdlePoll, s.idlePollMiss.Load(), id, "timeout")
+		out.counter(dSQEs, s.sqes.Load(), id)
+		out.counter(dCQEs, s.cqes.Load(), id)
+		out.counter(dEnters, s.enters.Load(), id)
+		out.counter(dCQOver, s.cqOverflows.Load(), id)
+		out.counter(dSQFull, s.sqFull.Load(), id)
+		out.counter(dPollArms, s.pollArms.Load(), id)
+		out.counter(dENOBUFS, s.enobufs.Load(), id)
+		out.counter(dIdlePoll, s.idlePollHits.Load(), id, "work")
+		out.counter(dIdlePoll, s.idlePollMiss.Load(), id, "timeout")
 		// closed first: a connection is counted accepted before closed,
 		// so active (accepted - closed) never reads negative.
 		cl := s.closed.Load()
 		acc := s.accepted.Load()
-		counter(dAccepted, acc, id)
-		counter(dClosed, cl, id)
-		counter(dRejected, s.rejected.Load(), id)
-		ch <- prometheus.MustNewConstMetric(dActive, prometheus.GaugeValue, float64(int64(acc)-int64(cl)), id)
-		counter(dRead, s.readBytes.Load(), id)
-		counter(dWritten, s.writtenBytes.Load(), id)
-		counter(dPollable, s.readInline.Load(), id, "read", "inline")
-		counter(dPollable, s.readPolled.Load(), id, "read", "poll_armed")
-		counter(dPollable, s.writeInline.Load(), id, "write", "inline")
-		counter(dPollable, s.writePolled.Load(), id, "write", "poll_armed")
-		counter(dPollable, s.acceptPollArmed.Load(), id, "accept", "poll_armed")
-		ch <- prometheus.MustNewConstMetric(dInflight, prometheus.GaugeValue, float64(s.inflight.Load()), id)
+		out.counter(dAccepted, acc, id)
+		out.counter(dClosed, cl, id)
+		out.counter(dRejected, s.rejected.Load(), id)
+		out.gauge(dActive, float64(int64(acc)-int64(cl)), id)
+		out.counter(dRead, s.readBytes.Load(), id)
+		out.counter(dWritten, s.writtenBytes.Load(), id)
+		out.counter(dPollable, s.readInline.Load(), id, "read", "inline")
+		out.counter(dPollable, s.readPolled.Load(), id, "read", "poll_armed")
+		out.counter(dPollable, s.writeInline.Load(), id, "write", "inline")
+		out.counter(dPollable, s.writePolled.Load(), id, "write", "poll_armed")
+		out.counter(dPollable, s.acceptPollArmed.Load(), id, "accept", "poll_armed")
+		out.gauge(dInflight, float64(s.inflight.Load()), id)
 		ch <- l.hist.cqesPerEnter.constHistogram(dCPE, id)
 		ch <- l.hist.batch.constHistogram(dBatch, id)
 	}
@@ -257,19 +267,19 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- durConstHistogram(dBlockWait, &waitBuckets, waitNs)
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		counter(dCtxsw, uint64(ru.Nvcsw), "voluntary")
-		counter(dCtxsw, uint64(ru.Nivcsw), "involuntary")
+		out.counter(dCtxsw, uint64(ru.Nvcsw), "voluntary")
+		out.counter(dCtxsw, uint64(ru.Nivcsw), "involuntary")
 	}
 	seen := make(map[string]bool, len(acceptErrnos))
 	rt.acceptErrs.Range(func(k, v any) bool {
-		counter(dAcceptErr, v.(*atomic.Uint64).Load(), k.(string))
+		out.counter(dAcceptErr, v.(*atomic.Uint64).Load(), k.(string))
 		seen[k.(string)] = true
 		return true
 	})
 	if rt.backend == BackendUring {
 		for _, e := range acceptErrnos {
 			if name := errnoName(e); !seen[name] {
-				counter(dAcceptErr, 0, name)
+				out.counter(dAcceptErr, 0, name)
 			}
 		}
 	}
@@ -277,8 +287,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if kernel == "" {
 		kernel = "unknown"
 	}
-	ch <- prometheus.MustNewConstMetric(dInfo, prometheus.GaugeValue, 1, rt.backend.String(), kernel, rt.setupFlags())
-	counter(dPanics, rt.panics.Load())
+	out.gauge(dInfo, 1, rt.backend.String(), kernel, rt.setupFlags())
+	out.counter(dPanics, rt.panics.Load())
 }
 
 func (rt *Runtime) setupFlags() string {

@@ -25,12 +25,13 @@ func (c limitsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect sends one series per loop (and reason).
 func (c limitsCollector) Collect(ch chan<- prometheus.Metric) {
+	out := sink(ch)
 	for _, l := range c.rt.loops {
 		id := strconv.Itoa(l.id)
 		for r, name := range pauseReasons {
-			ch <- prometheus.MustNewConstMetric(dReadPauses, prometheus.CounterValue, float64(l.budget.pauses[r].Load()), id, name)
+			out.counter(dReadPauses, l.budget.pauses[r].Load(), id, name)
 		}
-		ch <- prometheus.MustNewConstMetric(dBuffered, prometheus.GaugeValue, float64(l.budget.held.Load()), id)
-		ch <- prometheus.MustNewConstMetric(dIdleClosed, prometheus.CounterValue, float64(l.idle.closed.Load()), id)
+		out.gauge(dBuffered, float64(l.budget.held.Load()), id)
+		out.counter(dIdleClosed, l.idle.closed.Load(), id)
 	}
 }

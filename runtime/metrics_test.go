@@ -166,49 +166,6 @@ func closeAll(cs []net.Conn) {
 	}
 }
 
-// echoServer starts an echo server on rt, through the callback API or
-// (api "conn") a goroutine per net.Conn, and returns its address. It stops
-// when the test ends.
-func echoServer(t *testing.T, rt *Runtime, api string) string {
-	t.Helper()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if api == "callback" {
-			rt.Serve(ln, EchoHandler{})
-			return
-		}
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		rt.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("echo server did not stop within 10 s of Close")
-		}
-	})
-	return ln.Addr().String()
-}
-
 // newMetricsRT starts a runtime whose metrics are registered on a fresh
 // registry.
 func newMetricsRT(t *testing.T, cfg Config) (*Runtime, *prometheus.Registry) {
@@ -564,11 +521,7 @@ func TestMetricsAcceptErrorsExported(t *testing.T) {
 // its errno.
 func TestMetricsAcceptErrorByErrno(t *testing.T) {
 	rt, reg := newMetricsRT(t, Config{Loops: 1})
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenTCP(t, rt)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ type connIO struct {
 
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
-	rawPollIn       atomic.Bool // a RawConn.Read armed pollIn (rawconn.go)
+	pollInArmed     atomic.Bool // pollIn was armed: by start, or by a RawConn.Read (rawconn.go)
 	rop, wop        op          // ring/async modes: the recv/send in flight
 }
 
@@ -91,9 +91,11 @@ func newBareNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	return &netFD{fd: fd, l: l, rt: rt, net: network, family: family, closed: make(chan struct{})}
 }
 
-// start arms the multishot POLLIN the hybrid policy parks readers on.
+// start arms the multishot POLLIN readers park on, for the socket's life:
+// hybrid is true under PollHybrid and for listeners and PacketConns.
 func (n *netFD) start(hybrid bool) {
 	if hybrid {
+		n.pollInArmed.Store(true)
 		n.l.post(request{kind: reqArm, op: &n.pollIn})
 	}
 }
@@ -105,6 +107,21 @@ func (n *netFD) rearmPollIn() {
 	if n.pollInIdle.Load() && n.pollInIdle.CompareAndSwap(true, false) {
 		n.l.post(request{kind: reqArm, op: &n.pollIn})
 	}
+}
+
+// waitRead parks a reader that found EAGAIN until pollIn's CQE, a
+// deadline or Close wakes it (re-arming pollIn first if the kernel ended
+// it); the caller re-checks Close and the deadline and tries again.
+func (n *netFD) waitRead() {
+	n.rearmPollIn()
+	n.rd.wait(n.abortRead)
+}
+
+// waitWrite parks a writer that found EAGAIN (or a connect in progress) on
+// a one-shot POLLOUT armed for it, until its CQE, a deadline or Close.
+func (n *netFD) waitWrite() {
+	n.l.post(request{kind: reqArm, op: &n.pollOut})
+	n.wr.wait(n.abortWrite)
 }
 
 func (n *netFD) abortRead() bool  { return n.closing.Load() || n.rdl.expired.Load() }

@@ -1,12 +1,10 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"math/rand"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,51 +40,27 @@ func TestNetnsFaultMatrix(t *testing.T) {
 			return func() { <-done }
 		}},
 	}
-	type server struct {
-		name     string
-		callback bool
-		pollable Pollable
-	}
-	servers := []server{{"callback", true, PollHybrid}}
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
-		servers = append(servers, server{"conn-" + p.String(), false, p})
-	}
 	for _, f := range faults {
-		for _, s := range servers {
+		for _, s := range faultServers() {
 			t.Run(f.name+"/"+s.name, func(t *testing.T) {
-				netnsCase(t, tn, s.callback, s.pollable, f.apply)
+				netnsCase(t, tn, s, f.apply)
 			})
 		}
 	}
 }
 
-func netnsCase(t *testing.T, tn *testNet, callback bool, pollable Pollable, apply func() func()) {
+func netnsCase(t *testing.T, tn *testNet, s faultServer, apply func() func()) {
 	const conns, size = 4, 256 << 10
 	const deadline = 300 * time.Millisecond
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	fds0 := countFDs(t)
-	rt, err := New(Config{Loops: 2, Backend: BackendUring, Pollable: pollable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			rt.Close()
-		}
-	}()
-	var ln net.Listener
-	tn.in(tn.srvNS, func() { ln, err = rt.Listen("tcp", tn.srvIP+":0") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	if callback {
-		wg.Add(1)
-		go func() { defer wg.Done(); rt.Serve(ln, EchoHandler{}) }()
-	} else {
-		relAcceptEcho(&wg, ln)
-	}
+	srv := startFaultEcho(t, s, func(rt *Runtime) (ln net.Listener, err error) {
+		tn.in(tn.srvNS, func() { ln, err = rt.Listen("tcp", tn.srvIP+":0") })
+		return ln, err
+	})
+	defer srv.abort()
+	rt, ln := srv.rt, srv.ln
+	var err error
 	// Clients: Go's net in the client namespace, and one conn dialed by
 	// the runtime itself (its deadline is checked).
 	cs := make([]net.Conn, conns)
@@ -131,22 +105,6 @@ func netnsCase(t *testing.T, tn *testNet, callback bool, pollable Pollable, appl
 		c.Close()
 	}
 	own.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	start = time.Now()
-	if err := rt.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v after %v", err, time.Since(start))
-	}
-	if d := time.Since(start); d > 6*time.Second {
-		t.Errorf("Shutdown took %v, bound 5s", d)
-	}
-	ln.Close()
-	start = time.Now()
-	rt.Close()
-	closed = true
-	if d := time.Since(start); d > 6*time.Second {
-		t.Errorf("Close took %v", d)
-	}
-	wg.Wait()
+	srv.stop(t)
 	waitFDs(t, fds0)
 }

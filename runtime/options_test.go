@@ -77,20 +77,8 @@ func stdKeepAlive(t *testing.T, nd *net.Dialer, nl *net.ListenConfig) (dialed, a
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		ch <- c
-	}()
-	c, err := nd.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialAccept(t, ln, func(addr string) (net.Conn, error) { return nd.Dial("tcp", addr) })
 	defer c.Close()
-	s := <-ch
-	if s == nil {
-		t.Fatal("accept failed")
-	}
 	defer s.Close()
 	return keepAliveState(t, c), keepAliveState(t, s)
 }
@@ -200,15 +188,7 @@ func TestConnKeepAliveSetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	acceptHold(ln)
 	ref, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -391,11 +371,7 @@ func TestRawConnWaitsThroughRing(t *testing.T) {
 // duplicate descriptor of the same socket, named as Go's net names it.
 func TestFileDupLikeStd(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1})
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenTCP(t, rt)
 	lf, err := ln.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		t.Fatal(err)
@@ -485,22 +461,10 @@ func TestDialerControlAndLocalAddr(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			accepted := make(chan net.Conn, 1)
-			go func() {
-				c, _ := ln.Accept()
-				accepted <- c
-			}()
 			local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
 			d := &Dialer{Runtime: rt, Control: record(&ourD), LocalAddr: local}
-			c, err := d.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := dialAccept(t, ln, func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) })
 			defer c.Close()
-			s := <-accepted
-			if s == nil {
-				t.Fatal("accept failed")
-			}
 			defer s.Close()
 
 			if len(ourL) != 1 || ourL[0].network != stdL[0].network || ourL[0].address != "127.0.0.1:0" {
@@ -616,15 +580,7 @@ func TestMultipathTCPLikeStd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gl.Close()
-	go func() {
-		for {
-			c, err := gl.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	acceptHold(gl)
 	var nd net.Dialer
 	nd.SetMultipathTCP(true)
 	gc, err := nd.Dial("tcp", gl.Addr().String())
@@ -706,15 +662,7 @@ func TestReusePortSpreadsAccepts(t *testing.T) {
 					}
 				}()
 			}
-			var clients []net.Conn
-			defer func() { closeAll(clients) }()
-			for range conns {
-				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				clients = append(clients, c)
-			}
+			dialStd(t, ln.Addr().String(), conns)
 			for range conns {
 				select {
 				case <-opened:
@@ -926,23 +874,11 @@ func TestDialerFallbackRace(t *testing.T) {
 func TestReusePortMaxConns(t *testing.T) {
 	const max, conns = 4, 12
 	rt, reg := newMetricsRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenTCP(t, rt)
 	var mu sync.Mutex
 	open := 0
 	go rt.Serve(ln, HandlerFuncs{Open: func(*CallbackConn) { mu.Lock(); open++; mu.Unlock() }})
-	var clients []net.Conn
-	defer func() { closeAll(clients) }()
-	for range conns {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
+	dialStd(t, ln.Addr().String(), conns)
 	// Every connection is either served or rejected (closed at once).
 	eventually(t, 10*time.Second, func() (bool, string) {
 		mu.Lock()

@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
@@ -82,20 +80,8 @@ func idleClient(spec string) int {
 
 func vmRSS(t *testing.T) int64 {
 	t.Helper()
-	goruntime.GC()
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	debug.FreeOSMemory() // a GC first, then the freed pages returned
+	return relRssBytes(t)
 }
 
 // TestIdleConnRSS holds 10,000 idle connections on the callback API (the
@@ -113,23 +99,9 @@ func TestIdleConnRSS(t *testing.T) {
 	}
 	raiseSoftNOFILE()
 	rt := newRT(t, Config{Loops: 1})
-	addr := serveCB(t, rt, EchoHandler{})
+	addr := serveCB(t, rt, EchoHandler{}).Addr().String()
 	before := vmRSS(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "URINGRT_IDLE_CLIENT="+addr+","+strconv.Itoa(n))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("client: %q", line)
-	}
+	idleClients(t, addr, n)
 	after := vmRSS(t)
 	per := float64(after-before) / float64(n)
 	t.Logf("%d idle connections: RSS %d -> %d bytes, %.0f bytes each", n, before, after, per)
@@ -148,17 +120,9 @@ func TestIdleConnRSS(t *testing.T) {
 // message either).
 func TestCallbackZeroAllocsPerMessage(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1})
-	addr := serveCB(t, rt, EchoHandler{})
+	addr := serveCB(t, rt, EchoHandler{}).Addr().String()
 	const conns, msgs = 8, 2000
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cs[i] = c
-	}
+	cs := dialStd(t, addr, conns)
 	buf := make([]byte, 12)
 	round := func() {
 		for _, c := range cs {

@@ -18,8 +18,7 @@ func (pollHybrid) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited,
 		// poll CQE. Wait for it instead of paying a recv that
 		// would only say EAGAIN.
 		fd.rdDrained = false
-		fd.rearmPollIn()
-		fd.rd.wait(fd.abortRead)
+		fd.waitRead()
 		return 0, 0, true, true
 	}
 	if !fd.incref() {
@@ -28,8 +27,7 @@ func (pollHybrid) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited,
 	n, errno = rawRecv(fd.fd, b)
 	fd.decref()
 	if errno == syscall.EAGAIN {
-		fd.rearmPollIn()
-		fd.rd.wait(fd.abortRead)
+		fd.waitRead()
 		return 0, 0, true, true
 	}
 	fd.rdDrained = errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
@@ -43,8 +41,7 @@ func (pollHybrid) write(fd *netFD, b []byte) (n int, errno syscall.Errno, waited
 	n, errno = rawSend(fd.fd, b)
 	fd.decref()
 	if errno == syscall.EAGAIN {
-		fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-		fd.wr.wait(fd.abortWrite)
+		fd.waitWrite()
 		return 0, 0, true, true
 	}
 	return n, errno, false, false

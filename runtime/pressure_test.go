@@ -178,12 +178,7 @@ func TestManySlowPeersBoundedRSS(t *testing.T) {
 	const peers, maxWB = 1000, 64 << 10
 	rt := newRT(t, Config{Loops: 2, MaxWriteBuffer: maxWB, Buffers: 16})
 	var maxQueued atomic.Int64
-	h := HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
-		c.Write(d)
-		if q := int64(c.outq.n); q > maxQueued.Load() {
-			maxQueued.Store(q)
-		}
-	}}
+	h := echoMaxQueued(&maxQueued)
 	ln := relServeCB(t, rt, h)
 	debug.FreeOSMemory()
 	before := relRssBytes(t)

@@ -10,18 +10,98 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// rawResult is what a raw function reports to netFD.rawIO.
+type rawResult int
+
+const (
+	rawDone rawResult = iota // finished (result or error stored by the function)
+	rawWait                  // EAGAIN: wait for readiness, then call again
+	rawMore                  // made progress or EINTR: call again at once
+)
+
+// rawIO is the one nonblock-try loop of a netFD, as every I/O method of
+// Go's internal/poll.FD is one: check Close and the direction's deadline,
+// run f on the descriptor while holding a reference (Close waits for it),
+// and on rawWait park on the direction's pollDesc until the loop's poll
+// CQE, the deadline or Close wakes it. Accept, a PacketConn's writes,
+// RawConn.Read and Write, and the ends of a splice or sendfile run on it;
+// Conn.Read and Conn.Write run a pollable policy instead (pollable.go),
+// and a PacketConn's reads may take datagrams from a multishot recvmsg
+// (udp_read.go). write picks the direction; the caller holds its lock (rmu
+// or wmu). Errors are net.ErrClosed and os.ErrDeadlineExceeded, for the
+// caller to wrap; f stores its own result and error.
+func (fd *netFD) rawIO(write bool, f func(sysfd int) rawResult) error {
+	dl := &fd.rdl
+	if write {
+		dl = &fd.wdl
+	}
+	for {
+		if fd.closing.Load() {
+			return net.ErrClosed
+		}
+		if dl.expired.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		if !fd.incref() {
+			continue
+		}
+		r := f(fd.fd)
+		fd.decref()
+		switch {
+		case r == rawDone:
+			return nil
+		case r == rawMore:
+		case write:
+			fd.waitWrite()
+		default:
+			fd.waitRawRead()
+		}
+	}
+}
+
+// waitRawRead parks a raw reader until the socket's multishot POLLIN
+// fires. netFD.start arms it for the socket's life under PollHybrid, for
+// listeners and for PacketConns; under the policies that read through the
+// ring the first raw read arms it, and it stays armed (re-armed, like the
+// hybrid one, when the kernel ends it).
+func (fd *netFD) waitRawRead() {
+	if !fd.pollInArmed.Load() && fd.pollInArmed.CompareAndSwap(false, true) {
+		fd.l.post(request{kind: reqArm, op: &fd.pollIn})
+	}
+	fd.waitRead()
+}
+
+// rawConnIO is a syscall.RawConn's Read (write false) or Write: rawIO
+// under the direction's lock, so that it is serialized with the socket's
+// own reads or writes, with f's true as rawDone and false as rawWait. A
+// Close or deadline error is returned as opError builds it for Op
+// "raw-read" or "raw-write".
+func (fd *netFD) rawConnIO(write bool, f func(fd uintptr) bool, opError func(op string, err error) error) error {
+	mu, op := &fd.rmu, "raw-read"
+	if write {
+		mu, op = &fd.wmu, "raw-write"
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	err := fd.rawIO(write, func(sysfd int) rawResult {
+		if f(uintptr(sysfd)) {
+			return rawDone
+		}
+		return rawWait
+	})
+	if err != nil {
+		return opError(op, err)
+	}
+	return nil
+}
+
 // rawConn is the syscall.RawConn of a Conn or listener: the callbacks run
 // on the socket's descriptor while it is held open, and Read and Write wait
 // for readiness through the loop as Conn.Read and Conn.Write do (a
 // nonblock try, then a poll armed on the ring and the goroutine parked
 // until its CQE), so libraries that poll a socket themselves (go-redis's
 // health check, sockopt helpers) work unchanged.
-type rawConn struct {
-	fd *netFD
-	// polled: the fd's multishot POLLIN is armed for its life (listeners,
-	// and connections under PollHybrid)
-	polled bool
-}
+type rawConn struct{ fd *netFD }
 
 var _ syscall.RawConn = rawConn{}
 
@@ -43,23 +123,7 @@ func (c rawConn) Control(f func(fd uintptr)) error {
 // deadline, net.ErrClosed after Close. Reads are serialized with
 // Conn.Read.
 func (c rawConn) Read(f func(fd uintptr) (done bool)) error {
-	fd := c.fd
-	fd.rmu.Lock()
-	defer fd.rmu.Unlock()
-	for {
-		if err := c.check(&fd.rdl); err != nil {
-			return c.opError("raw-read", err)
-		}
-		if !fd.incref() {
-			continue
-		}
-		done := f(uintptr(fd.fd))
-		fd.decref()
-		if done {
-			return nil
-		}
-		c.waitRead()
-	}
+	return c.fd.rawConnIO(false, f, c.opError)
 }
 
 // Write runs f until it returns true, waiting for the socket to become
@@ -67,48 +131,7 @@ func (c rawConn) Read(f func(fd uintptr) (done bool)) error {
 // as Read's, for the write deadline. Writes are serialized with
 // Conn.Write.
 func (c rawConn) Write(f func(fd uintptr) (done bool)) error {
-	fd := c.fd
-	fd.wmu.Lock()
-	defer fd.wmu.Unlock()
-	for {
-		if err := c.check(&fd.wdl); err != nil {
-			return c.opError("raw-write", err)
-		}
-		if !fd.incref() {
-			continue
-		}
-		done := f(uintptr(fd.fd))
-		fd.decref()
-		if done {
-			return nil
-		}
-		fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-		fd.wr.wait(fd.abortWrite)
-	}
-}
-
-func (c rawConn) check(dl *deadline) error {
-	switch {
-	case c.fd.closing.Load():
-		return net.ErrClosed
-	case dl.expired.Load():
-		return os.ErrDeadlineExceeded
-	}
-	return nil
-}
-
-// waitRead parks until the socket's multishot POLLIN fires. Under
-// PollHybrid it is armed for the socket's life; under the other policies,
-// which read through the ring, the first raw Read arms it (and it stays
-// armed, re-armed like the hybrid one when the kernel ends it).
-func (c rawConn) waitRead() {
-	fd := c.fd
-	if !c.polled && fd.rawPollIn.CompareAndSwap(false, true) {
-		fd.l.post(request{kind: reqArm, op: &fd.pollIn})
-	} else {
-		fd.rearmPollIn()
-	}
-	fd.rd.wait(fd.abortRead)
+	return c.fd.rawConnIO(true, f, c.opError)
 }
 
 func (c rawConn) opError(op string, err error) error {
@@ -149,7 +172,7 @@ func (fd *netFD) dupFile(remote bool) (*os.File, error) {
 // with net, it never fails: after Close the RawConn's methods return
 // net.ErrClosed.
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
-	return rawConn{fd: c.fd, polled: c.fd.rt.pol.pollsForLife()}, nil
+	return rawConn{fd: c.fd}, nil
 }
 
 // File returns a duplicate of the connection's descriptor as an *os.File,
@@ -160,7 +183,7 @@ func (c *Conn) File() (*os.File, error) { return c.fd.dupFile(true) }
 // SyscallConn returns the listening socket's syscall.RawConn; Read waits
 // for a pending connection through the loop.
 func (ln *listener) SyscallConn() (syscall.RawConn, error) {
-	return rawConn{fd: ln.fd, polled: true}, nil
+	return rawConn{fd: ln.fd}, nil
 }
 
 // File returns a duplicate of the listening socket's descriptor, as

@@ -3,17 +3,7 @@ package runtime
 import (
 	"errors"
 	"net"
-	"os"
 	"syscall"
-)
-
-// rawResult is what a raw function reports to rawRead and rawWrite.
-type rawResult int
-
-const (
-	rawDone rawResult = iota // finished (result or error stored by the function)
-	rawWait                  // EAGAIN: wait for readiness, then call again
-	rawMore                  // made progress or EINTR: call again at once
 )
 
 // rawEnd is one side of a splice: the connection's descriptor, run through
@@ -36,55 +26,10 @@ func (fd *netFD) rawCapable() bool {
 	return fd.connIO != nil && fd.rt.pol.pollsForLife()
 }
 
-// rawRead runs f on the socket; on rawWait it waits for POLLIN as Read
-// does. The caller holds rmu.
-func (fd *netFD) rawRead(f func(int) rawResult) error {
-	for {
-		if fd.closing.Load() {
-			return net.ErrClosed
-		}
-		if fd.rdl.expired.Load() {
-			return os.ErrDeadlineExceeded
-		}
-		if !fd.incref() {
-			continue
-		}
-		r := f(fd.fd)
-		fd.decref()
-		switch r {
-		case rawDone:
-			return nil
-		case rawWait:
-			fd.rearmPollIn()
-			fd.rd.wait(fd.abortRead)
-		}
-	}
-}
-
-// rawWrite runs f on the socket; on rawWait it waits for POLLOUT as Write
-// does. The caller holds wmu.
-func (fd *netFD) rawWrite(f func(int) rawResult) error {
-	for {
-		if fd.closing.Load() {
-			return net.ErrClosed
-		}
-		if fd.wdl.expired.Load() {
-			return os.ErrDeadlineExceeded
-		}
-		if !fd.incref() {
-			continue
-		}
-		r := f(fd.fd)
-		fd.decref()
-		switch r {
-		case rawDone:
-			return nil
-		case rawWait:
-			fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-			fd.wr.wait(fd.abortWrite)
-		}
-	}
-}
+// rawRead and rawWrite are rawIO for a splice end; the caller holds rmu
+// (lockRead) or wmu (lockWrite).
+func (fd *netFD) rawRead(f func(int) rawResult) error  { return fd.rawIO(false, f) }
+func (fd *netFD) rawWrite(f func(int) rawResult) error { return fd.rawIO(true, f) }
 
 func (fd *netFD) lockRead() func() {
 	fd.rmu.Lock()

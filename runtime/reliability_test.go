@@ -5,13 +5,9 @@ package runtime
 // bounded in count and time. See docs/RELIABILITY.md.
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,28 +55,6 @@ func relMetricSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 		t.Fatalf("metric %s not exported", name)
 	}
 	return s
-}
-
-// relRssBytes is VmRSS from /proc/self/status.
-func relRssBytes(t testing.TB) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc/self/status")
-	return 0
 }
 
 // pattern is the byte at stream offset i: a numbered stream whose loss,

@@ -160,23 +160,6 @@ func TestSpliceConnToConn(t *testing.T) {
 	}
 	f, sum := patternFile(t, size)
 	rt := newRT(t, Config{Loops: 2})
-	stdPair := func() (net.Conn, net.Conn) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(); s.Close() })
-		return c, s
-	}
 	for _, tc := range []struct {
 		name           string
 		srcStd, dstStd bool
@@ -185,12 +168,12 @@ func TestSpliceConnToConn(t *testing.T) {
 			// feed -> src ... io.Copy(dst, src) ... dst -> sink
 			var feed, src, dst, sink net.Conn
 			if tc.srcStd {
-				feed, src = stdPair()
+				feed, src = goClientPair(t, nil)
 			} else {
 				feed, src = pair(t, rt, "tcp")
 			}
 			if tc.dstStd {
-				dst, sink = stdPair()
+				dst, sink = goClientPair(t, nil)
 			} else {
 				dst, sink = pair(t, rt, "tcp")
 			}
@@ -369,33 +352,6 @@ func TestServeFile(t *testing.T) {
 
 func sha256Sum(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 
-// benchPair returns a connected (server, client) pair: the server side
-// from rt's listener, or from Go's net when rt is nil; the client is Go's.
-func benchPair(b *testing.B, rt *Runtime) (server, client net.Conn) {
-	b.Helper()
-	var ln net.Listener
-	var err error
-	if rt != nil {
-		ln, err = rt.Listen("tcp", "127.0.0.1:0")
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	server, err = ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { client.Close(); server.Close() })
-	return server, client
-}
-
 // discard reads c to EOF into a 1 MiB buffer and reports the count.
 func discard(c net.Conn) <-chan int64 {
 	ch := make(chan int64, 1)
@@ -414,29 +370,23 @@ func discard(c net.Conn) <-chan int64 {
 func BenchmarkSendfile(b *testing.B) {
 	size := benchFileSize()
 	f, _ := patternFile(b, size)
-	for _, name := range []string{"uringrt", "std"} {
-		b.Run(name, func(b *testing.B) {
-			var rt *Runtime
-			if name == "uringrt" {
-				rt = newRT(b, Config{Loops: 1})
+	benchUringAndStd(b, func(b *testing.B, rt *Runtime) {
+		client, server := goClientPair(b, rt)
+		got := discard(client)
+		b.SetBytes(size)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			f.Seek(0, io.SeekStart)
+			if n, err := io.Copy(server, f); err != nil || n != size {
+				b.Fatalf("io.Copy = %d, %v", n, err)
 			}
-			server, client := benchPair(b, rt)
-			got := discard(client)
-			b.SetBytes(size)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				f.Seek(0, io.SeekStart)
-				if n, err := io.Copy(server, f); err != nil || n != size {
-					b.Fatalf("io.Copy = %d, %v", n, err)
-				}
-			}
-			b.StopTimer()
-			server.Close()
-			if n := <-got; n != size*int64(b.N) {
-				b.Fatalf("reader got %d bytes, want %d", n, size*int64(b.N))
-			}
-		})
-	}
+		}
+		b.StopTimer()
+		server.Close()
+		if n := <-got; n != size*int64(b.N) {
+			b.Fatalf("reader got %d bytes, want %d", n, size*int64(b.N))
+		}
+	})
 }
 
 // BenchmarkSpliceConn copies 1 GiB from one socket to another with
@@ -446,35 +396,43 @@ func BenchmarkSendfile(b *testing.B) {
 func BenchmarkSpliceConn(b *testing.B) {
 	size := benchFileSize()
 	f, _ := patternFile(b, size)
+	benchUringAndStd(b, func(b *testing.B, rt *Runtime) {
+		feed, src := goClientPair(b, rt)
+		sink, dst := goClientPair(b, rt)
+		got := discard(sink)
+		b.SetBytes(size)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			fed := make(chan error, 1)
+			go func() {
+				_, err := io.Copy(feed, io.NewSectionReader(f, 0, size))
+				fed <- err
+			}()
+			if n, err := io.Copy(dst, io.LimitReader(src, size)); err != nil || n != size {
+				b.Fatalf("io.Copy = %d, %v", n, err)
+			}
+			if err := <-fed; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		dst.Close()
+		if n := <-got; n != size*int64(b.N) {
+			b.Fatalf("reader got %d bytes, want %d", n, size*int64(b.N))
+		}
+	})
+}
+
+// benchUringAndStd runs f as the sub-benchmark "uringrt", with a runtime
+// of one loop, and as "std", with rt nil (Go's net).
+func benchUringAndStd(b *testing.B, f func(b *testing.B, rt *Runtime)) {
 	for _, name := range []string{"uringrt", "std"} {
 		b.Run(name, func(b *testing.B) {
 			var rt *Runtime
 			if name == "uringrt" {
 				rt = newRT(b, Config{Loops: 1})
 			}
-			src, feed := benchPair(b, rt)
-			dst, sink := benchPair(b, rt)
-			got := discard(sink)
-			b.SetBytes(size)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				fed := make(chan error, 1)
-				go func() {
-					_, err := io.Copy(feed, io.NewSectionReader(f, 0, size))
-					fed <- err
-				}()
-				if n, err := io.Copy(dst, io.LimitReader(src, size)); err != nil || n != size {
-					b.Fatalf("io.Copy = %d, %v", n, err)
-				}
-				if err := <-fed; err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			dst.Close()
-			if n := <-got; n != size*int64(b.N) {
-				b.Fatalf("reader got %d bytes, want %d", n, size*int64(b.N))
-			}
+			f(b, rt)
 		})
 	}
 }

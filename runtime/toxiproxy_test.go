@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"math/rand"
 	"net"
@@ -42,15 +41,6 @@ func toxicProxy(t *testing.T, upstream string, toxics ...string) *toxiproxy.Prox
 // Shutdown finish within its bound; connections reset by the proxy mid-echo
 // deliver an in-order prefix and leave no descriptor behind.
 func TestToxiproxyFaults(t *testing.T) {
-	type server struct {
-		name     string
-		callback bool
-		pollable Pollable
-	}
-	servers := []server{{"callback", true, PollHybrid}}
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
-		servers = append(servers, server{"conn-" + p.String(), false, p})
-	}
 	faults := []struct {
 		name   string
 		toxics []string
@@ -73,38 +63,20 @@ func TestToxiproxyFaults(t *testing.T) {
 		}},
 	}
 	for _, f := range faults {
-		for _, s := range servers {
+		for _, s := range faultServers() {
 			t.Run(f.name+"/"+s.name, func(t *testing.T) {
-				toxicCase(t, s.callback, s.pollable, f.name, f.toxics)
+				toxicCase(t, s, f.name, f.toxics)
 			})
 		}
 	}
 }
 
-func toxicCase(t *testing.T, callback bool, pollable Pollable, fault string, toxics []string) {
+func toxicCase(t *testing.T, s faultServer, fault string, toxics []string) {
 	const conns, size = 3, 64 << 10
 	fds0 := countFDs(t)
-	rt, err := New(Config{Loops: 2, Backend: BackendUring, Pollable: pollable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			rt.Close()
-		}
-	}()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	if callback {
-		wg.Add(1)
-		go func() { defer wg.Done(); rt.Serve(ln, EchoHandler{}) }()
-	} else {
-		relAcceptEcho(&wg, ln)
-	}
+	srv := startFaultEcho(t, s, func(rt *Runtime) (net.Listener, error) { return rt.Listen("tcp", "127.0.0.1:0") })
+	defer srv.abort()
+	rt, ln := srv.rt, srv.ln
 	p := toxicProxy(t, ln.Addr().String(), toxics...)
 	errs := make(chan error, conns)
 	var nreset int
@@ -155,19 +127,7 @@ func toxicCase(t *testing.T, callback bool, pollable Pollable, fault string, tox
 	if fault == "reset" && nreset == 0 {
 		t.Errorf("no connection was reset mid-echo: the fault did not happen")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	start := time.Now()
-	if err := rt.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v after %v", err, time.Since(start))
-	}
-	if d := time.Since(start); d > 6*time.Second {
-		t.Errorf("Shutdown took %v, bound 5s", d)
-	}
-	ln.Close()
-	rt.Close()
-	closed = true
-	wg.Wait()
+	srv.stop(t)
 	p.Stop()
 	waitFDs(t, fds0)
 }

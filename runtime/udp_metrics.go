@@ -107,18 +107,16 @@ func (c udpCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the loops' UDP counters.
 func (c udpCollector) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
+	out := sink(ch)
 	for _, l := range c.rt.loops {
 		id := strconv.Itoa(l.id)
 		s := &l.udp
-		counter(dUDPInDgrams, s.inDatagrams.Load(), id)
-		counter(dUDPOutDgrams, s.outDatagrams.Load(), id)
-		counter(dUDPInBytes, s.inBytes.Load(), id)
-		counter(dUDPOutBytes, s.outBytes.Load(), id)
-		counter(dUDPTrunc, s.truncated.Load(), id)
-		counter(dUDPPolled, s.inPolled.Load(), id, "read")
-		counter(dUDPPolled, s.outPolled.Load(), id, "write")
+		out.counter(dUDPInDgrams, s.inDatagrams.Load(), id)
+		out.counter(dUDPOutDgrams, s.outDatagrams.Load(), id)
+		out.counter(dUDPInBytes, s.inBytes.Load(), id)
+		out.counter(dUDPOutBytes, s.outBytes.Load(), id)
+		out.counter(dUDPTrunc, s.truncated.Load(), id)
+		out.counter(dUDPPolled, s.inPolled.Load(), id, "read")
+		out.counter(dUDPPolled, s.outPolled.Load(), id, "write")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -44,55 +43,15 @@ func (r packetRawConn) Control(f func(fd uintptr)) error {
 // Read runs f until it returns true, parking on the loop's poll for
 // readability after each false.
 func (r packetRawConn) Read(f func(fd uintptr) bool) error {
-	fd := r.c.fd
 	if r.c.ur != nil {
 		// The multishot recvmsg takes the datagrams: f would find none.
 		return r.c.setErr("raw-read", errUDPRawRead)
 	}
-	fd.rmu.Lock()
-	defer fd.rmu.Unlock()
-	for {
-		if fd.closing.Load() {
-			return r.c.setErr("raw-read", net.ErrClosed)
-		}
-		if fd.rdl.expired.Load() {
-			return r.c.setErr("raw-read", os.ErrDeadlineExceeded)
-		}
-		if !fd.incref() {
-			continue
-		}
-		done := f(uintptr(fd.fd))
-		fd.decref()
-		if done {
-			return nil
-		}
-		fd.rearmPollIn()
-		fd.rd.wait(fd.abortRead)
-	}
+	return r.c.fd.rawConnIO(false, f, r.c.setErr)
 }
 
 // Write runs f until it returns true, parking on the loop's POLLOUT after
 // each false.
 func (r packetRawConn) Write(f func(fd uintptr) bool) error {
-	fd := r.c.fd
-	fd.wmu.Lock()
-	defer fd.wmu.Unlock()
-	for {
-		if fd.closing.Load() {
-			return r.c.setErr("raw-write", net.ErrClosed)
-		}
-		if fd.wdl.expired.Load() {
-			return r.c.setErr("raw-write", os.ErrDeadlineExceeded)
-		}
-		if !fd.incref() {
-			continue
-		}
-		done := f(uintptr(fd.fd))
-		fd.decref()
-		if done {
-			return nil
-		}
-		fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-		fd.wr.wait(fd.abortWrite)
-	}
+	return r.c.fd.rawConnIO(true, f, r.c.setErr)
 }

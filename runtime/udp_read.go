@@ -63,8 +63,7 @@ func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSocka
 				return 0, 0, 0, false, nil
 			}
 			polled = true
-			fd.rearmPollIn()
-			fd.rd.wait(fd.abortRead)
+			fd.waitRead()
 			continue
 		case syscall.EINTR:
 			continue

@@ -15,33 +15,27 @@ import (
 // syscall hand-off. rflags are the kernel's msg_flags (MSG_TRUNC when the
 // datagram was longer than p, MSG_CTRUNC when oob was too short).
 func rawRecvmsg(fd int, p, oob []byte, flags int, from *unix.RawSockaddrAny) (n, oobn, rflags int, errno syscall.Errno) {
-	var iov unix.Iovec
-	var msg unix.Msghdr
-	if len(p) > 0 {
-		iov.Base = unsafe.SliceData(p)
-		iov.SetLen(len(p))
-		msg.Iov = &iov
-		msg.Iovlen = 1
-	}
-	if len(oob) > 0 {
-		msg.Control = unsafe.SliceData(oob)
-		msg.SetControllen(len(oob))
-	}
+	var name unsafe.Pointer
+	var namelen uint32
 	if from != nil {
-		msg.Name = (*byte)(unsafe.Pointer(from))
-		msg.Namelen = uint32(unsafe.Sizeof(*from))
+		name, namelen = unsafe.Pointer(from), uint32(unsafe.Sizeof(*from))
 	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
-	if e != 0 {
-		return 0, 0, 0, e
-	}
-	return int(r), int(msg.Controllen), int(msg.Flags), 0
+	return rawMsg(syscall.SYS_RECVMSG, fd, p, oob, name, namelen, flags)
 }
 
 // rawSendmsg is the nonblock try of a datagram write: one sendmsg(2) of p
 // (and oob) to the address to (nil on a connected socket). A datagram is
 // sent whole or not at all (EAGAIN, EMSGSIZE). MSG_NOSIGNAL as in rawSend.
 func rawSendmsg(fd int, p, oob []byte, to unsafe.Pointer, tolen uint32) (int, syscall.Errno) {
+	n, _, _, errno := rawMsg(syscall.SYS_SENDMSG, fd, p, oob, to, tolen, unix.MSG_NOSIGNAL)
+	return n, errno
+}
+
+// rawMsg is one recvmsg(2) or sendmsg(2) (trap) with flags on fd, of p
+// and the control messages in oob, with name (namelen bytes; nil: none) as
+// the peer's sockaddr. It returns the bytes moved, and the control length
+// and msg_flags the kernel wrote back (recvmsg only).
+func rawMsg(trap uintptr, fd int, p, oob []byte, name unsafe.Pointer, namelen uint32, flags int) (n, oobn, rflags int, errno syscall.Errno) {
 	var iov unix.Iovec
 	var msg unix.Msghdr
 	if len(p) > 0 {
@@ -54,15 +48,15 @@ func rawSendmsg(fd int, p, oob []byte, to unsafe.Pointer, tolen uint32) (int, sy
 		msg.Control = unsafe.SliceData(oob)
 		msg.SetControllen(len(oob))
 	}
-	if to != nil {
-		msg.Name = (*byte)(to)
-		msg.Namelen = tolen
+	if name != nil {
+		msg.Name = (*byte)(name)
+		msg.Namelen = namelen
 	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_NOSIGNAL)
+	r, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 	if e != 0 {
-		return 0, e
+		return 0, 0, 0, e
 	}
-	return int(r), 0
+	return int(r), int(msg.Controllen), int(msg.Flags), 0
 }
 
 // rawAddrPort reads a sockaddr the kernel filled in, as Go's net does for

@@ -3,7 +3,6 @@ package runtime
 import (
 	"net"
 	"net/netip"
-	"os"
 	"syscall"
 	"unsafe"
 )
@@ -19,32 +18,27 @@ func (c *PacketConn) writeMsg(p, oob []byte, to *udpSockaddr, addr net.Addr, op,
 		sa, salen = unsafe.Pointer(&to.raw), to.len
 	}
 	polled := false
-	for {
-		if fd.closing.Load() {
-			return 0, c.opErr(op, addr, net.ErrClosed)
-		}
-		if fd.wdl.expired.Load() {
-			return 0, c.opErr(op, addr, os.ErrDeadlineExceeded)
-		}
-		if !fd.incref() {
-			continue
-		}
-		n, errno := rawSendmsg(fd.fd, p, oob, sa, salen)
-		fd.decref()
+	var n int
+	var errno syscall.Errno
+	err := fd.rawIO(true, func(sysfd int) rawResult {
+		n, errno = rawSendmsg(sysfd, p, oob, sa, salen)
 		switch errno {
-		case 0:
-			fd.l.udp.countOut(c.rt, n, oob, polled)
-			return n, nil
 		case syscall.EAGAIN:
 			polled = true
-			fd.l.post(request{kind: reqArm, op: &fd.pollOut})
-			fd.wr.wait(fd.abortWrite)
-			continue
+			return rawWait
 		case syscall.EINTR:
-			continue
+			return rawMore
 		}
+		return rawDone
+	})
+	switch {
+	case err != nil:
+		return 0, c.opErr(op, addr, err)
+	case errno != 0:
 		return 0, c.opErr(op, addr, sysError(call, errno))
 	}
+	fd.l.udp.countOut(c.rt, n, oob, polled)
+	return n, nil
 }
 
 // WriteToUDPAddrPort sends b as one datagram to addr. It returns len(b) or
