@@ -88,6 +88,8 @@
 //	loop.go        the loop's iteration: drain the queue, prep, one enter,
 //	               reap (the one place completions run), wake the batch
 //	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
+//	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
+//	               of io_uring_enter, the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
 //	               loop that has exited (handleDead)
 //	op.go          an op's whole life: arm, the slot table keyed by
@@ -117,7 +119,8 @@
 //	               rawend.go the two ends a splice moves between
 //	rawconn.go     the one nonblock-try loop (netFD.rawIO: Accept, UDP
 //	               writes, RawConn, splice ends) and SyscallConn;
-//	               sockopt.go keep-alive and socket options
+//	               sockopt.go keep-alive and socket options (sockopt_inherit.go:
+//	               set once on a listener, inherited by accepted sockets)
 //	listen.go      Listen; listener.go the listener and Accept;
 //	               listenconfig.go ListenConfig; listen_reuse.go the
 //	               SO_REUSEPORT group (a socket per loop)

@@ -299,18 +299,6 @@ func (l *loop) reap() int {
 	return total
 }
 
-// wakesPending reports goroutines released outside reap, by requests the
-// loop handled (an op armed after its deadline passed or its fd began
-// closing completes at once): the loop must not sleep before waking them.
-// Before, such a Write waited for the loop's next wake-up, up to its 1 s
-// idle wait.
-func (l *loop) wakesPending() bool { return len(l.wakes) > 0 || len(l.opWakes) > 0 }
-
-// loopIdleWait is the longest a loop with nothing in flight sleeps; a
-// variable so that a test can make a lost wake-up hang instead of taking a
-// second.
-var loopIdleWait = time.Second
-
 // flushWakes wakes, together, every goroutine the batch released.
 func (l *loop) flushWakes() bool {
 	woke := false

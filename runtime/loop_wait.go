@@ -86,3 +86,15 @@ func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Durat
 func (l *loop) noteBatch(n int) {
 	l.batchAvg16 += (n*16 - l.batchAvg16) / 8
 }
+
+// wakesPending reports goroutines released outside reap, by requests the
+// loop handled (an op armed after its deadline passed or its fd began
+// closing completes at once): the loop must not sleep before waking them.
+// Before, such a Write waited for the loop's next wake-up, up to its 1 s
+// idle wait.
+func (l *loop) wakesPending() bool { return len(l.wakes) > 0 || len(l.opWakes) > 0 }
+
+// loopIdleWait is the longest a loop with nothing in flight sleeps; a
+// variable so that a test can make a lost wake-up hang instead of taking a
+// second.
+var loopIdleWait = time.Second
