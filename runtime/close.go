@@ -17,21 +17,18 @@ import (
 //	-> close(2), untrack -> Close returns (net.Conn) or OnClose runs
 //	   (callback conn, whose loop also drains its queued output first).
 //
-// A net.Conn stream connection takes one shortcut: once no goroutine is
-// inside a syscall on fd, its Close does the close(2) itself and returns;
-// the loop still waits for the ops' CQEs (each op holds its own reference
-// to the socket, so the FIN leaves when the last one is cancelled) and
-// then untracks it. Listeners and PacketConns wait for the loop, so that
-// their address is free when Close returns.
-//
 // Cancels are by user_data, never by fd: the kernel finds a poll by a hash
 // of its user_data, while a cancel by fd walks every armed poll of the
 // ring (closing N connections at once then cost N squared).
 
 // close implements Close: mark closing, wake parked goroutines, cancel ops
-// in flight, wait until no goroutine uses fd, then close(2) fd (a stream
-// connection) or let the loop close(2) it once every CQE of fd is in. It
-// returns when fd is closed.
+// in flight, wait until no goroutine uses fd, then let the loop close(2) fd
+// once every CQE of fd is in. It returns when fd is closed: as with Go's
+// net, the FIN (or the RST of a close with unread data) has left when it
+// returns. (Closing the descriptor here and letting the loop finish was
+// tried: the socket then lives on until the poll's cancel completes, so a
+// peer's write right after Close succeeded where Go's net fails with a
+// reset; FuzzConnVsStd's seeds caught it.)
 func (n *netFD) close() error {
 	if !n.closing.CompareAndSwap(false, true) {
 		return net.ErrClosed
@@ -44,18 +41,6 @@ func (n *netFD) close() error {
 	n.cancelIO(&n.wop)
 	for n.refs.Load() != 0 {
 		goruntime.Gosched()
-	}
-	if n.stream {
-		// A connection: close(2) here and let the loop finish without
-		// waiting for it. No goroutine is inside a syscall on fd (refs)
-		// and no op can be armed on it any more (closing), so the
-		// number is never used again by this netFD; each op still in
-		// flight holds its own reference to the socket, which the
-		// kernel releases (sending the FIN) when the op's cancel
-		// completes. Close then costs no round trip to the loop.
-		n.closeSyscall()
-		n.l.post(request{kind: reqCloseFD, nfd: n})
-		return nil
 	}
 	n.l.post(request{kind: reqCloseFD, nfd: n})
 	select {

@@ -260,57 +260,6 @@ func TestCloseRacesRuntimeClose(t *testing.T) {
 	}
 }
 
-// TestConnCloseDoesNotWaitForLoop: a connection's Close closes the
-// descriptor itself and returns without a round trip to its loop (the loop
-// finishes the cancels afterwards), so connection churn pays no hand-off
-// per close. Here the loop is held busy until Close has returned: before,
-// Close waited for the loop to close(2) and this deadlocked until the
-// test's 10 s bound. Once the loop runs again, the peer sees EOF.
-func TestConnCloseDoesNotWaitForLoop(t *testing.T) {
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1})
-			c, s := pair(t, rt, network)
-			if _, err := s.Write([]byte("x")); err != nil {
-				t.Fatal(err)
-			}
-			l := rt.loops[0]
-			held, release := make(chan struct{}), make(chan struct{})
-			l.post(request{kind: reqFunc, fn: func() {
-				close(held)
-				select {
-				case <-release:
-				case <-time.After(10 * time.Second):
-				}
-			}})
-			<-held
-			closed := make(chan error, 1)
-			go func() { closed <- s.Close() }()
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Fatalf("Close: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Close waited for the busy loop")
-			}
-			close(release)
-			c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			b := make([]byte, 8)
-			n, err := c.Read(b)
-			if n != 1 || err != nil {
-				t.Fatalf("first read: %d, %v; want the byte", n, err)
-			}
-			if n, err := c.Read(b); n != 0 || err != io.EOF {
-				t.Fatalf("after Close: %d, %v; want EOF", n, err)
-			}
-			if err := s.Close(); !errors.Is(err, net.ErrClosed) {
-				t.Fatalf("second Close: %v, want net.ErrClosed", err)
-			}
-		})
-	}
-}
-
 // TestArmedExpiredOpWakesAtOnce: an op whose deadline passed between the
 // goroutine's check and the loop's arm completes inside the loop's request
 // handling; its goroutine must be woken before the loop sleeps. Before,

@@ -204,7 +204,6 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	l := rt.pickLoop()
 	n := newNetFD(rt, l, fd, family, network)
 	n.dialed = true
-	n.stream = true
 	n.remot = a
 	rt.track(n)
 	err = unix.Connect(fd, sa)

@@ -104,7 +104,6 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 		n.cb = true
 	} else {
 		n = newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
-		n.stream = true
 	}
 	n.ln = ln
 	n.remot = sockaddrToAddr(ln.fd.net, rsa)

@@ -49,11 +49,6 @@ type netFD struct {
 	ln           *listener
 	dialed       bool // from Dial: counted as a connection
 	cb           bool // a callback conn: its loop closes it
-	// stream: a net.Conn TCP or unix stream connection (accepted or
-	// dialed), whose Close does the close(2) itself and does not wait
-	// for the loop (close.go). Listeners and PacketConns wait, so that
-	// their address is free again when Close returns.
-	stream bool
 }
 
 // connIO is the per-direction state a goroutine-driven fd needs.
