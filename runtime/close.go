@@ -86,17 +86,6 @@ func (n *netFD) dropOp(o *op) {
 // finalClose runs on the loop when no op of fd is in flight (or once the
 // loop has exited). It closes fd once.
 func (n *netFD) finalClose() {
-	if !n.finished.CompareAndSwap(false, true) {
-		return
-	}
-	n.closeSyscall()
-	n.rt.untrack(n)
-	close(n.closed)
-}
-
-// closeSyscall closes fd (and removes a unix listener's socket file) once,
-// whoever calls it first: Close's caller for a connection, else the loop.
-func (n *netFD) closeSyscall() {
 	if !n.final.CompareAndSwap(false, true) {
 		return
 	}
@@ -104,6 +93,8 @@ func (n *netFD) closeSyscall() {
 	if n.unlinkPath != "" {
 		unix.Unlink(n.unlinkPath)
 	}
+	n.rt.untrack(n)
+	close(n.closed)
 }
 
 // closeFD cancels every op on nfd, each by its user data, and closes the

@@ -89,13 +89,8 @@ func (l *loop) goWait(timeout time.Duration) {
 	if err != nil {
 		w.deadline = time.Time{}
 	}
-	// Completions of this thread's own submissions may wait as task_work
-	// until its next system call: flush them.
-	if l.ring.CQReady() == 0 {
-		if _, err := l.ring.Submit(); err != nil {
-			l.enterError(err)
-		}
-	}
+	// Completions still held as task_work are flushed by reap (Reap
+	// enters once when the kernel flags them).
 }
 
 func (l *loop) closeGoWait() {

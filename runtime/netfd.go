@@ -36,10 +36,9 @@ type netFD struct {
 	// less memory).
 	*connIO
 
-	ops         []*op       // loop-owned: ops of this fd in flight
-	closeQueued bool        // loop-owned: close(2) once ops is empty
-	final       atomic.Bool // fd was closed (closeSyscall)
-	finished    atomic.Bool // finalClose ran: untracked, closed signalled
+	ops         []*op // loop-owned: ops of this fd in flight
+	closeQueued bool  // loop-owned: close(2) once ops is empty
+	final       atomic.Bool
 
 	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
 

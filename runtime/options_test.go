@@ -921,14 +921,7 @@ func TestAcceptedInheritListenerOptions(t *testing.T) {
 			}
 			defer ln.Close()
 			for i := 0; i < 3; i++ {
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := ln.Accept()
-				if err != nil {
-					t.Fatal(err)
-				}
+				c, s := dialAccept(t, ln, func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) })
 				if got := keepAliveState(t, s); got != want {
 					t.Errorf("accepted #%d: %+v, Go's net: %+v", i, got, want)
 				}

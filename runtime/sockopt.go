@@ -108,13 +108,19 @@ func setKeepAliveConfig(fd int, c net.KeepAliveConfig) error {
 // setKeepAliveSecs sets opt to d rounded up to whole seconds (the kernel's
 // unit); 0 means def, < 0 leaves it.
 func setKeepAliveSecs(fd, opt int, d, def time.Duration) error {
-	if d == 0 {
-		d = def
-	} else if d < 0 {
+	if d < 0 {
 		return nil
 	}
-	secs := int((d + time.Second - 1) / time.Second)
-	return setsockoptInt(fd, unix.IPPROTO_TCP, opt, secs)
+	return setsockoptInt(fd, unix.IPPROTO_TCP, opt, keepAliveSecs(d, def))
+}
+
+// keepAliveSecs is d (0: def) rounded up to whole seconds, the kernel's
+// unit for TCP_KEEPIDLE and TCP_KEEPINTVL.
+func keepAliveSecs(d, def time.Duration) int {
+	if d == 0 {
+		d = def
+	}
+	return int((d + time.Second - 1) / time.Second)
 }
 
 func setsockoptBool(fd, level, opt int, on bool) error {

@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // initAccepted prepares a socket this listener accepted (TCP_NODELAY,
 // keep-alive from its ListenConfig or Go's defaults). Linux copies a
@@ -78,16 +74,10 @@ func (ln *listener) inherited(fd int) bool {
 	if get(unix.SOL_SOCKET, unix.SO_KEEPALIVE) != 1 {
 		return false
 	}
-	secs := func(d, def time.Duration) int {
-		if d == 0 {
-			d = def
-		}
-		return int((d + time.Second - 1) / time.Second)
-	}
-	if cfg.Idle >= 0 && get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != secs(cfg.Idle, DefaultKeepAliveIdle) {
+	if cfg.Idle >= 0 && get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE) != keepAliveSecs(cfg.Idle, DefaultKeepAliveIdle) {
 		return false
 	}
-	if cfg.Interval >= 0 && get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != secs(cfg.Interval, DefaultKeepAliveInterval) {
+	if cfg.Interval >= 0 && get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL) != keepAliveSecs(cfg.Interval, DefaultKeepAliveInterval) {
 		return false
 	}
 	n := cfg.Count
