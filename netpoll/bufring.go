@@ -29,6 +29,11 @@ type BufRing struct {
 	local   uint16   // tail not yet published
 	inc     bool     // IOU_PBUF_RING_INC: buffers consumed incrementally
 	off     []uint32 // inc: bytes of each buffer already delivered
+	// The ring's contents as last written, for bundles (BundleIDs): the
+	// buffer id in each ring slot, and the ring position (free-running,
+	// like local) each buffer id was last written at.
+	slotID []uint16
+	idPos  []uint16
 }
 
 // BufRingIncremental asks RegisterBufRingFlags for a ring whose buffers the
@@ -71,7 +76,7 @@ func (r *Ring) RegisterBufRingFlags(bgid uint16, count, size uint32, flags uint1
 		return nil, err
 	}
 	b := &BufRing{ring: r, bgid: bgid, entries: count, mask: count - 1, size: size, mem: mem, bufs: bufs,
-		tail: (*uint16)(unsafe.Pointer(&mem[14]))}
+		tail: (*uint16)(unsafe.Pointer(&mem[14])), slotID: make([]uint16, count), idPos: make([]uint16, count)}
 	if flags&BufRingIncremental != 0 {
 		b.inc = true
 		b.off = make([]uint32, count)
@@ -132,7 +137,43 @@ func (b *BufRing) Recycle(id uint16) {
 	*(*uint64)(e) = uint64(uintptr(unsafe.Pointer(&b.bufs[int(id)*int(b.size)])))
 	*(*uint32)(unsafe.Add(e, 8)) = b.size
 	*(*uint16)(unsafe.Add(e, 12)) = id
+	b.slotID[b.local&uint16(b.mask)] = id
+	b.idPos[id] = b.local
 	b.local++
+}
+
+// BundleIDs appends to dst the ids of the buffers a bundle CQE filled
+// (IORING_RECVSEND_BUNDLE, Linux 6.10+, on a whole-buffer ring): first is
+// the CQE's buffer id and n its byte count (CQE.Res > 0). The kernel takes
+// a bundle's buffers from consecutive ring slots and fills each but the
+// last whole, so the bundle is the ceil(n/Size) slots starting at the one
+// first was written to; the ids come from this ring's record of what each
+// slot holds, whatever order the buffers were recycled in. Call it before
+// recycling any of them. Buffer i holds bytes [i*Size, min(n, (i+1)*Size))
+// of the data.
+func (b *BufRing) BundleIDs(first uint16, n int, dst []uint16) []uint16 {
+	pos := b.idPos[first]
+	for k := (n + int(b.size) - 1) / int(b.size); k > 0; k-- {
+		dst = append(dst, b.slotID[pos&uint16(b.mask)])
+		pos++
+	}
+	return dst
+}
+
+// Contiguous reports whether buffer id+1 follows buffer id in memory (id
+// is not the last buffer), so the data of a bundle's consecutive ids can
+// be read as one slice: Span.
+func (b *BufRing) Contiguous(id, next uint16) bool {
+	return next == id+1 && uint32(next) < b.entries
+}
+
+// Span returns n bytes of data starting at buffer id's first byte, across
+// the buffers that follow it in memory (ids id, id+1, ...; see Contiguous).
+// n must not run past the last buffer. Valid until those buffers are
+// recycled.
+func (b *BufRing) Span(id uint16, n int) []byte {
+	off := int(id) * int(b.size)
+	return b.bufs[off : off+n : off+n]
 }
 
 // Commit publishes recycled buffers to the kernel with one release store of

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/netpoll"
 )
 
 // TestCallbackBlockingHandlerKeepsOrder runs a MayBlocker handler on the
@@ -227,4 +230,83 @@ func asyncWriteThenQuit(t *testing.T, addr string, opened <-chan *CallbackConn) 
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	got, err := io.ReadAll(c)
 	return string(got), cc, err
+}
+
+// TestCallbackRecvBundles streams 256 KiB each way over 8 connections to a
+// callback echo at once: with recv bundles (Linux 6.10+) OnData gets more
+// than one provided buffer's worth in a call, without them never, and
+// either way every byte comes back once and in order.
+func TestCallbackRecvBundles(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "bundles", true: "no-bundles"}[off], func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1, DisableRecvBundles: off})
+			var most atomic.Int64
+			ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+				if n := int64(len(d)); n > most.Load() {
+					most.Store(n)
+				}
+				c.Write(d)
+			}})
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					errs <- streamEcho(ln.Addr().String(), 256<<10, byte(i))
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			size := int64(rt.cfg.BufferSize)
+			bundles := !off && rt.features.Bits&netpoll.FeatRecvSendBundle != 0
+			switch {
+			case bundles && most.Load() <= size:
+				t.Fatalf("largest OnData %d bytes: no bundle of more than one %d-byte buffer", most.Load(), size)
+			case !bundles && most.Load() > size:
+				t.Fatalf("largest OnData %d bytes with one %d-byte buffer per CQE", most.Load(), size)
+			}
+		})
+	}
+}
+
+// streamEcho writes n patterned bytes in 32 KiB writes while reading the
+// echo, and checks it byte for byte.
+func streamEcho(addr string, n int, seed byte) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	sent := make([]byte, n)
+	for i := range sent {
+		sent[i] = seed + byte(i*31) + byte(i>>12)
+	}
+	werr := make(chan error, 1)
+	go func() {
+		for off := 0; off < n; off += 32 << 10 {
+			if _, err := c.Write(sent[off:min(n, off+32<<10)]); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	got := make([]byte, n)
+	if _, err := io.ReadFull(c, got); err != nil {
+		return err
+	}
+	if err := <-werr; err != nil {
+		return err
+	}
+	if !bytes.Equal(got, sent) {
+		return errors.New("echo differs from what was sent")
+	}
+	return nil
 }

@@ -281,6 +281,13 @@ type Config struct {
 	// DisableFixedFiles addresses callback connections by fd instead of
 	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
 	DisableFixedFiles bool
+	// DisableRecvBundles makes each callback recv CQE carry one provided
+	// buffer. By default, where the kernel has IORING_RECVSEND_BUNDLE
+	// (Linux 6.10+) and the ring is whole-buffer, one recv takes as many
+	// buffers as the socket has data for (a 32 KiB stream in one CQE and
+	// one tcp_recvmsg instead of eight of 4 KiB), and OnData gets each run
+	// of buffers adjacent in memory as one slice.
+	DisableRecvBundles bool
 	// IncrementalBuffers registers the provided buffer ring with
 	// IOU_PBUF_RING_INC (needs Linux 6.12+; whole buffers where the kernel
 	// refuses it): with the default sizes, 128 buffers of 32 KiB, so one

@@ -191,6 +191,8 @@
 //	6.0   multishot recv (callback API)
 //	6.1   SINGLE_ISSUER|DEFER_TASKRUN: batched task_work (DisableDeferTaskrun:
 //	      COOP_TASKRUN instead)
+//	6.10  recv bundles: a callback recv CQE carries as many provided
+//	      buffers as the socket has data for (DisableRecvBundles)
 //	6.12  min-wait in io_uring_enter's EXT_ARG (WaitLatency without a timer)
 //
 // io_uring can be blocked although present: the sysctl

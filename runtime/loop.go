@@ -38,6 +38,8 @@ type loop struct {
 	opWakes     []*op
 	dirty       []*CallbackConn
 	bufRing     *netpoll.BufRing
+	bundles     bool     // callback recvs take bundles (op_cb.go)
+	bundleIDs   []uint16 // scratch: one bundle CQE's buffer ids
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
@@ -121,6 +123,8 @@ func (l *loop) setup(goWait bool) error {
 			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
 		} else {
 			l.bufRing = br
+			l.bundles = !cfg.DisableRecvBundles && !br.Incremental() &&
+				l.rt.features.Bits&netpoll.FeatRecvSendBundle != 0
 		}
 	}
 	if !cfg.DisableFixedFiles {

@@ -65,7 +65,7 @@ func (l *loop) idlePoll() bool {
 func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Duration) {
 	cfg := &l.rt.cfg
 	avg := l.batchAvg16 / 16
-	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < 8 {
+	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < minBatchInflight {
 		return 1, idle, 0
 	}
 	limit := l.inflight
@@ -80,6 +80,14 @@ func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Durat
 	}
 	return want, cfg.WaitLatency, 0
 }
+
+// minBatchInflight is the fewest requests in flight for which the loop
+// waits for a batch. With fewer (a handful of busy connections, each with
+// a recv and a send) a batch fills only when most connections have gone
+// round, so waiting for one stalls the others: side by side with recv
+// bundles, config iii (10 connections) lost 15-25 % of its msgs/s to
+// batched waits, and won 2-10 % over the old default with none.
+const minBatchInflight = 64
 
 // noteBatch folds the CQEs of one wake-up into the EWMA (weight 1/8, in
 // sixteenths).

@@ -31,6 +31,14 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 			sqe.SetRecvLimit(recvLimit) // budget.go: bounds a pause's overshoot
 		}
 	}
+	if l.bundles {
+		sqe.SetBundle()
+		if l.rt.cfg.DisableMultishot {
+			// A single-shot bundle is capped like a multishot arm, so a
+			// pause overshoots by at most recvLimit bytes either way.
+			sqe.Len = recvLimit
+		}
+	}
 }
 
 // prepCBSend preps the send of the conn's submitted output: a send of one
@@ -81,6 +89,11 @@ func (c *CallbackConn) onRecv(o *op) {
 	l := c.l
 	res := o.res
 	switch {
+	case res > 0 && l.bundles && res > int32(l.bufRing.Size()):
+		l.stats.readBytes.Add(uint64(res))
+		c.active = true
+		id, _ := o.bufferID()
+		c.deliverBundle(id, int(res))
 	case res > 0:
 		var data []byte
 		id, hasBuf := o.bufferID()
@@ -148,6 +161,30 @@ func (c *CallbackConn) readEOF() {
 	if !hc.OnReadEOF(c) {
 		c.closeOnLoop(io.EOF)
 	}
+}
+
+// deliverBundle hands a bundle CQE's n bytes, from the buffers starting at
+// id, to the handler: one OnData per run of buffers adjacent in memory (one
+// call for the whole bundle when they were recycled in order), each run's
+// buffers recycled after its call.
+func (c *CallbackConn) deliverBundle(id uint16, n int) {
+	br := c.l.bufRing
+	ids := br.BundleIDs(id, n, c.l.bundleIDs[:0])
+	size := int(br.Size())
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && br.Contiguous(ids[j-1], ids[j]) {
+			j++
+		}
+		if !c.closing {
+			c.deliver(br.Span(ids[i], min(j*size, n)-i*size))
+		}
+		for _, b := range ids[i:j] {
+			br.Recycle(b)
+		}
+		i = j
+	}
+	c.l.bundleIDs = ids[:0]
 }
 
 func (o *op) bufferID() (uint16, bool) {

@@ -122,6 +122,7 @@ var relCbTiers = []struct {
 	blocking bool
 }{
 	{"bufring-multishot", Config{Loops: 2}, false},
+	{"no-bundles", Config{Loops: 1, DisableRecvBundles: true}, false},
 	{"no-bufring", Config{Loops: 1, DisableBufRing: true}, false},
 	{"no-multishot", Config{Loops: 1, DisableMultishot: true}, false},
 	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}, false},

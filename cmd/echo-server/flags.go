@@ -168,6 +168,7 @@ func flagRanges() map[string]flagRange {
 		"dedicated":            boolRange,
 		"scheduler-wait":       boolRange,
 		"inc-buffers":          boolRange,
+		"no-bundles":           boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),

@@ -43,6 +43,7 @@ type options struct {
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated, incBufs, schedWait       bool
+	noBundles                                        bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
 	fs.BoolVar(&o.schedWait, "scheduler-wait", false, "loops are goroutines waiting in Go's netpoller, not locked threads (Config.SchedulerWait)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
+	fs.BoolVar(&o.noBundles, "no-bundles", false, "one provided buffer per callback recv CQE instead of recv bundles (IORING_RECVSEND_BUNDLE, Linux 6.10+; Config.DisableRecvBundles)")
 	fs.BoolVar(&o.incBufs, "inc-buffers", false, "incrementally consumed provided buffers, 128 x 32 KiB, where the kernel has them (Linux 6.12+; Config.IncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
@@ -143,6 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, SchedulerWait: o.schedWait, ReusePort: o.reusePort,
 		UDPRecvMultishot:   o.udpMultishot,
 		IncrementalBuffers: o.incBufs,
+		DisableRecvBundles: o.noBundles,
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {
