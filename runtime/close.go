@@ -3,6 +3,7 @@ package runtime
 import (
 	"net"
 	goruntime "runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,18 +18,23 @@ import (
 //	-> close(2), untrack -> Close returns (net.Conn) or OnClose runs
 //	   (callback conn, whose loop also drains its queued output first).
 //
+// A TCP net.Conn with nothing unread takes a shortcut (shutClose): Close
+// shuts the socket down itself, so the FIN leaves at once, and returns; the
+// loop still cancels and closes as above, later.
+//
 // Cancels are by user_data, never by fd: the kernel finds a poll by a hash
 // of its user_data, while a cancel by fd walks every armed poll of the
 // ring (closing N connections at once then cost N squared).
 
 // close implements Close: mark closing, wake parked goroutines, cancel ops
 // in flight, wait until no goroutine uses fd, then let the loop close(2) fd
-// once every CQE of fd is in. It returns when fd is closed: as with Go's
-// net, the FIN (or the RST of a close with unread data) has left when it
-// returns. (Closing the descriptor here and letting the loop finish was
-// tried: the socket then lives on until the poll's cancel completes, so a
-// peer's write right after Close succeeded where Go's net fails with a
-// reset; FuzzConnVsStd's seeds caught it.)
+// once every CQE of fd is in. As with Go's net, the FIN (or the RST of a
+// close with unread data) has left when it returns: a TCP connection's by
+// shutClose, without waiting for the loop; anything else's because Close
+// waits for the loop's close(2). (Only closing the descriptor here and
+// letting the loop finish was tried: the socket then lived on until the
+// poll's cancel completed, so a peer's write right after Close succeeded
+// where Go's net fails with a reset; FuzzConnVsStd's seeds caught it.)
 func (n *netFD) close() error {
 	if !n.closing.CompareAndSwap(false, true) {
 		return net.ErrClosed
@@ -41,6 +47,13 @@ func (n *netFD) close() error {
 	n.cancelIO(&n.wop)
 	for n.refs.Load() != 0 {
 		goruntime.Gosched()
+	}
+	if n.shutClose() {
+		// The FIN has left and the socket resets a peer that writes
+		// on: the loop cancels the poll and closes fd without Close
+		// waiting for it (and a loop that exited closes it in post).
+		n.l.post(request{kind: reqCloseFD, nfd: n})
+		return nil
 	}
 	n.l.post(request{kind: reqCloseFD, nfd: n})
 	select {
@@ -56,6 +69,32 @@ func (n *netFD) close() error {
 		}
 	}
 	return nil
+}
+
+// shutClose is Close's fast path for a TCP connection (net.Conn API) with
+// nothing unread (SIOCINQ 0) and no SO_LINGER, RawConn or File use
+// (rawTouched): shutdown(2) SHUT_RDWR in the caller, so Close need not
+// wait for the loop to cancel the socket's poll (the poll holds a
+// reference to the socket, so a close(2) alone would send nothing until
+// then). It reports whether the socket was shut down.
+//
+// To the peer this is what Go's net's close(2) does: the FIN leaves now;
+// data arriving after it is answered with a reset, since Linux resets a
+// socket in FIN_WAIT1/2 whose reading side is shut (RFC 1122 4.2.2.13) as
+// it does an orphaned one; a peer's FIN in CLOSE_WAIT leads to LAST_ACK
+// the same way. With data unread, Go's close(2) sends a reset instead of a
+// FIN, so that case keeps the slow path, whose close(2) does the same.
+// The descriptor stays open (so never reused) until the loop's close(2).
+// BenchmarkConnCloseToEOF measures what this saves.
+func (n *netFD) shutClose() bool {
+	if n.connIO == nil || !(n.dialed || n.ln != nil) || n.rawTouched.Load() ||
+		!strings.HasPrefix(n.net, "tcp") || (n.family != unix.AF_INET && n.family != unix.AF_INET6) {
+		return false
+	}
+	if inq, err := unix.IoctlGetInt(n.fd, unix.SIOCINQ); err != nil || inq != 0 {
+		return false
+	}
+	return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
 }
 
 // cancelIO cancels o, the recv or send op of a policy that has one in

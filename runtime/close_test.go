@@ -298,3 +298,95 @@ func TestArmedExpiredOpWakesAtOnce(t *testing.T) {
 		fd.wdl.expired.Store(false)
 	}
 }
+
+// TestConnCloseFINWithoutLoop: a TCP connection's Close with nothing unread
+// shuts the socket down itself (shutClose), so the peer reads EOF even
+// while the connection's loop is busy, and a peer that writes on is reset,
+// as with Go's net. Before, Close waited for the loop to cancel the poll
+// and close(2): with the loop held this timed out.
+func TestConnCloseFINWithoutLoop(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	c, s := goClientPair(t, rt) // the peer must not need the held loop
+	if _, err := s.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	l := rt.loops[0]
+	held, release := make(chan struct{}), make(chan struct{})
+	l.post(request{kind: reqFunc, fn: func() {
+		close(held)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+	}})
+	<-held
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("Close waited for the busy loop")
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 8)
+	if n, err := c.Read(b); n != 1 || err != nil {
+		close(release)
+		t.Fatalf("first read: %d, %v; want the byte", n, err)
+	}
+	n, err := c.Read(b)
+	close(release)
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read after Close with the loop busy: %d, %v; want EOF", n, err)
+	}
+	if err := s.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close: %v, want net.ErrClosed", err)
+	}
+	// The peer writes on: the closed end resets it, as Go's net's does.
+	if _, err := c.Write([]byte("more")); err != nil {
+		t.Fatalf("first write after the peer's Close: %v (it should succeed, the reset comes after)", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := c.Write([]byte("more"))
+		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes after the peer's Close still succeed (last: %v): no reset", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestConnCloseUnreadResets: Close with data unread resets the peer (as
+// Go's net's close(2) does), and so does SO_LINGER 0: neither takes
+// shutClose's FIN.
+func TestConnCloseUnreadResets(t *testing.T) {
+	for _, linger := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unread", true: "linger0"}[linger], func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1})
+			c, s := goClientPair(t, rt)
+			if linger {
+				if err := s.(*Conn).SetLinger(0); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if _, err := c.Write([]byte("unread")); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond) // in s's receive queue
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("peer's read after Close: %v, want ECONNRESET", err)
+			}
+		})
+	}
+}

@@ -120,7 +120,12 @@ func (c *Conn) Write(b []byte) (int, error) {
 
 // Close closes the connection: blocked Reads and Writes return
 // net.ErrClosed, in-flight ring ops are cancelled and their CQEs awaited,
-// then the fd is closed. A second Close returns net.ErrClosed.
+// then the fd is closed. A TCP connection with nothing unread (and no
+// SetLinger, SyscallConn use or File) is shut down (shutdown(2) SHUT_RDWR)
+// by Close itself, which then returns without waiting for its loop to
+// close the descriptor: the peer sees the FIN at once, and a reset if it
+// writes on, as with *net.TCPConn. With data unread the peer is reset, as
+// by Go's net. A second Close returns net.ErrClosed.
 func (c *Conn) Close() error {
 	if err := c.fd.close(); err != nil {
 		return c.fd.opError("close", err)
@@ -229,6 +234,7 @@ func (c *Conn) SetLinger(sec int) error {
 		return fd.opError("set", net.ErrClosed)
 	}
 	defer fd.decref()
+	fd.rawTouched.Store(true)
 	l := unix.Linger{}
 	if sec >= 0 {
 		l.Onoff, l.Linger = 1, int32(sec)

@@ -39,6 +39,10 @@ type netFD struct {
 	ops         []*op // loop-owned: ops of this fd in flight
 	closeQueued bool  // loop-owned: close(2) once ops is empty
 	final       atomic.Bool
+	// rawTouched: SetLinger, a RawConn's Control/Read/Write or File was
+	// used, so Close must not shut the socket down early (shutClose): the
+	// user may have set SO_LINGER or hold a duplicate of the socket.
+	rawTouched atomic.Bool
 
 	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
 

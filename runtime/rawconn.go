@@ -113,6 +113,7 @@ func (c rawConn) Control(f func(fd uintptr)) error {
 		return c.opError("raw-control", net.ErrClosed)
 	}
 	defer fd.decref()
+	fd.rawTouched.Store(true)
 	f(uintptr(fd.fd))
 	return nil
 }
@@ -123,6 +124,7 @@ func (c rawConn) Control(f func(fd uintptr)) error {
 // deadline, net.ErrClosed after Close. Reads are serialized with
 // Conn.Read.
 func (c rawConn) Read(f func(fd uintptr) (done bool)) error {
+	c.fd.rawTouched.Store(true)
 	return c.fd.rawConnIO(false, f, c.opError)
 }
 
@@ -131,6 +133,7 @@ func (c rawConn) Read(f func(fd uintptr) (done bool)) error {
 // as Read's, for the write deadline. Writes are serialized with
 // Conn.Write.
 func (c rawConn) Write(f func(fd uintptr) (done bool)) error {
+	c.fd.rawTouched.Store(true)
 	return c.fd.rawConnIO(true, f, c.opError)
 }
 
@@ -150,6 +153,7 @@ func (fd *netFD) dupFile(remote bool) (*os.File, error) {
 		return nil, fd.opError("file", net.ErrClosed)
 	}
 	defer fd.decref()
+	fd.rawTouched.Store(true)
 	nfd, err := unix.FcntlInt(uintptr(fd.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fd.opError("file", sysError("fcntl", err.(syscall.Errno)))
