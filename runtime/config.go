@@ -283,7 +283,7 @@ type Config struct {
 	DisableFixedFiles bool
 	// DisableRecvBundles makes each callback recv CQE carry one provided
 	// buffer. By default, where the kernel has IORING_RECVSEND_BUNDLE
-	// (Linux 6.10+) and the ring is whole-buffer, one recv takes as many
+	// (Linux 6.10+) and the ring is whole-buffer and multishot, one recv takes as many
 	// buffers as the socket has data for (a 32 KiB stream in one CQE and
 	// one tcp_recvmsg instead of eight of 4 KiB), and OnData gets each run
 	// of buffers adjacent in memory as one slice.

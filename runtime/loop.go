@@ -123,7 +123,12 @@ func (l *loop) setup(goWait bool) error {
 			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
 		} else {
 			l.bufRing = br
-			l.bundles = !cfg.DisableRecvBundles && !br.Incremental() &&
+			// Multishot only: a single-shot bundle that fills its
+			// buffers retries once for what the socket still holds
+			// (Linux 6.12+), past its length, so a pause could overshoot
+			// by a whole receive queue; a multishot arm's byte limit
+			// (recvLimit) also caps that retry.
+			l.bundles = !cfg.DisableRecvBundles && !cfg.DisableMultishot && !br.Incremental() &&
 				l.rt.features.Bits&netpoll.FeatRecvSendBundle != 0
 		}
 	}

@@ -33,11 +33,6 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 	}
 	if l.bundles {
 		sqe.SetBundle()
-		if l.rt.cfg.DisableMultishot {
-			// A single-shot bundle is capped like a multishot arm, so a
-			// pause overshoots by at most recvLimit bytes either way.
-			sqe.Len = recvLimit
-		}
 	}
 }
 

@@ -104,9 +104,6 @@ func TestCallbackBackpressure(t *testing.T) {
 				bufSize, bufs = int(br.Size()), int(br.Count()) // incremental rings: fewer, larger buffers
 			}
 			limit := int64(maxWB + bufSize)
-			if rt.loops[0].bundles { // a single-shot bundle: recvLimit at most
-				limit = int64(maxWB + recvLimit)
-			}
 			if !cfg.DisableMultishot && !cfg.DisableBufRing {
 				limit = int64(maxWB + bufs*bufSize)
 			}
