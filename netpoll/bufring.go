@@ -29,7 +29,7 @@ type BufRing struct {
 	local   uint16   // tail not yet published
 	inc     bool     // IOU_PBUF_RING_INC: buffers consumed incrementally
 	off     []uint32 // inc: bytes of each buffer already delivered
-	// The ring's contents as last written, for bundles (BundleIDs): the
+	// The ring's contents as last written, for bundles (Bundle): the
 	// buffer id in each ring slot, and the ring position (free-running,
 	// like local) each buffer id was last written at.
 	slotID []uint16
@@ -142,27 +142,45 @@ func (b *BufRing) Recycle(id uint16) {
 	b.local++
 }
 
-// BundleIDs appends to dst the ids of the buffers a bundle CQE filled
+// BundleBuf is one provided buffer of a bundle CQE: its id and how many
+// bytes of the CQE's data it holds (see Bundle).
+type BundleBuf struct {
+	ID  uint16
+	Len int
+}
+
+// Bundle appends to dst the buffers a bundle CQE filled, in order
 // (IORING_RECVSEND_BUNDLE, Linux 6.10+, on a whole-buffer ring): first is
 // the CQE's buffer id and n its byte count (CQE.Res > 0). The kernel takes
-// a bundle's buffers from consecutive ring slots and fills each but the
-// last whole, so the bundle is the ceil(n/Size) slots starting at the one
-// first was written to; the ids come from this ring's record of what each
-// slot holds, whatever order the buffers were recycled in. Call it before
-// recycling any of them. Buffer i holds bytes [i*Size, min(n, (i+1)*Size))
-// of the data.
-func (b *BufRing) BundleIDs(first uint16, n int, dst []uint16) []uint16 {
+// a bundle's buffers from consecutive ring slots, starting at the one first
+// was written to, and fills each up to the length in its ring entry, so the
+// ids come from this ring's record of what each slot holds (whatever order
+// the buffers were recycled in) and each buffer's share of the bytes from
+// its entry. An entry's length is normally Size, but a kernel may have cut
+// it short (a bundle limited to fewer bytes than the head buffer; kernels
+// before "io_uring/kbuf: don't truncate end buffer for bundles" leave the
+// cut length in the entry when that recv then consumes nothing), so every
+// buffer but the last is not always full. Call it before recycling any of
+// them.
+func (b *BufRing) Bundle(first uint16, n int, dst []BundleBuf) []BundleBuf {
 	pos := b.idPos[first]
-	for k := (n + int(b.size) - 1) / int(b.size); k > 0; k-- {
-		dst = append(dst, b.slotID[pos&uint16(b.mask)])
+	for n > 0 {
+		slot := pos & uint16(b.mask)
+		l := int(atomic.LoadUint32((*uint32)(unsafe.Add(unsafe.Pointer(&b.mem[0]), uintptr(slot)*16+8))))
+		if l <= 0 || l > int(b.size) {
+			l = int(b.size)
+		}
+		l = min(l, n)
+		dst = append(dst, BundleBuf{ID: b.slotID[slot], Len: l})
+		n -= l
 		pos++
 	}
 	return dst
 }
 
-// Contiguous reports whether buffer id+1 follows buffer id in memory (id
-// is not the last buffer), so the data of a bundle's consecutive ids can
-// be read as one slice: Span.
+// Contiguous reports whether buffer next follows buffer id in memory (next
+// is id+1), so a bundle's data in both, when id is full, reads as one
+// slice: Span.
 func (b *BufRing) Contiguous(id, next uint16) bool {
 	return next == id+1 && uint32(next) < b.entries
 }

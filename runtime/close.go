@@ -71,9 +71,9 @@ func (n *netFD) close() error {
 	return nil
 }
 
-// shutClose is Close's fast path for a TCP connection (net.Conn API) with
-// nothing unread (SIOCINQ 0) and no SO_LINGER, RawConn or File use
-// (rawTouched): shutdown(2) SHUT_RDWR in the caller, so Close need not
+// shutClose is Close's fast path for a TCP connection (net.Conn API, not
+// MPTCP) with nothing unread (SIOCINQ 0), no SO_LINGER (however set) and
+// no RawConn or File use (rawTouched): shutdown(2) SHUT_RDWR in the caller, so Close need not
 // wait for the loop to cancel the socket's poll (the poll holds a
 // reference to the socket, so a close(2) alone would send nothing until
 // then). It reports whether the socket was shut down.
@@ -92,6 +92,15 @@ func (n *netFD) shutClose() bool {
 		return false
 	}
 	if inq, err := unix.IoctlGetInt(n.fd, unix.SIOCINQ); err != nil || inq != 0 {
+		return false
+	}
+	// SO_LINGER set by a Dialer's or ListenConfig's Control hook (or
+	// inherited from the listener) is seen only here; MPTCP's shutdown is
+	// not TCP's.
+	if l, err := unix.GetsockoptLinger(n.fd, unix.SOL_SOCKET, unix.SO_LINGER); err != nil || l.Onoff != 0 {
+		return false
+	}
+	if p, err := unix.GetsockoptInt(n.fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || p != unix.IPPROTO_TCP {
 		return false
 	}
 	return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // TestCloseLeavesNothing: a runtime started and closed inside the test,
@@ -378,7 +379,7 @@ func TestConnCloseUnreadResets(t *testing.T) {
 				if _, err := c.Write([]byte("unread")); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(20 * time.Millisecond) // in s's receive queue
+				waitAcked(t, c) // in s's receive queue
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -388,5 +389,58 @@ func TestConnCloseUnreadResets(t *testing.T) {
 				t.Fatalf("peer's read after Close: %v, want ECONNRESET", err)
 			}
 		})
+	}
+}
+
+// waitAcked waits until the peer's kernel has acknowledged everything c
+// (Go's net) sent (SIOCOUTQ 0): the bytes sit in the peer's receive queue.
+func waitAcked(t *testing.T, c net.Conn) {
+	t.Helper()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		outq := -1
+		rc.Control(func(fd uintptr) { outq, _ = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) })
+		if outq == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still unacknowledged after 10 s", outq)
+		}
+	}
+}
+
+// TestConnCloseLingerFromControl: SO_LINGER 0 set by a Dialer's Control
+// hook, not through SetLinger, still makes Close reset the peer (Go's net
+// does): Close's shutdown fast path checks the option itself.
+func TestConnCloseLingerFromControl(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := Dialer{Runtime: rt, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) {
+			unix.SetsockoptLinger(int(fd), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		})
+	}}
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := peer.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("peer's read after Close with SO_LINGER 0: %v, want ECONNRESET", err)
 	}
 }

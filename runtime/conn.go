@@ -120,8 +120,8 @@ func (c *Conn) Write(b []byte) (int, error) {
 
 // Close closes the connection: blocked Reads and Writes return
 // net.ErrClosed, in-flight ring ops are cancelled and their CQEs awaited,
-// then the fd is closed. A TCP connection with nothing unread (and no
-// SetLinger, SyscallConn use or File) is shut down (shutdown(2) SHUT_RDWR)
+// then the fd is closed. A TCP connection with nothing unread (no
+// SO_LINGER, however set, and no RawConn or File use) is shut down (shutdown(2) SHUT_RDWR)
 // by Close itself, which then returns without waiting for its loop to
 // close the descriptor: the peer sees the FIN at once, and a reset if it
 // writes on, as with *net.TCPConn. With data unread the peer is reset, as

@@ -38,8 +38,8 @@ type loop struct {
 	opWakes     []*op
 	dirty       []*CallbackConn
 	bufRing     *netpoll.BufRing
-	bundles     bool     // callback recvs take bundles (op_cb.go)
-	bundleIDs   []uint16 // scratch: one bundle CQE's buffer ids
+	bundles     bool                // callback recvs take bundles (op_cb.go)
+	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool

@@ -84,7 +84,9 @@ func (c *CallbackConn) onRecv(o *op) {
 	l := c.l
 	res := o.res
 	switch {
-	case res > 0 && l.bundles && res > int32(l.bufRing.Size()):
+	case res > 0 && l.bundles && o.flags&netpoll.CQEFBuffer != 0:
+		// Every CQE of a bundle recv, however small: its buffer may
+		// hold less than res (netpoll.BufRing.Bundle).
 		l.stats.readBytes.Add(uint64(res))
 		c.active = true
 		id, _ := o.bufferID()
@@ -159,27 +161,28 @@ func (c *CallbackConn) readEOF() {
 }
 
 // deliverBundle hands a bundle CQE's n bytes, from the buffers starting at
-// id, to the handler: one OnData per run of buffers adjacent in memory (one
-// call for the whole bundle when they were recycled in order), each run's
-// buffers recycled after its call.
+// id, to the handler: one OnData per run of full buffers adjacent in memory
+// (one call for the whole bundle when they were recycled in order), each
+// run's buffers recycled after its call.
 func (c *CallbackConn) deliverBundle(id uint16, n int) {
 	br := c.l.bufRing
-	ids := br.BundleIDs(id, n, c.l.bundleIDs[:0])
+	bufs := br.Bundle(id, n, c.l.bundleBufs[:0])
 	size := int(br.Size())
-	for i := 0; i < len(ids); {
-		j := i + 1
-		for j < len(ids) && br.Contiguous(ids[j-1], ids[j]) {
+	for i := 0; i < len(bufs); {
+		j, run := i+1, bufs[i].Len
+		for j < len(bufs) && bufs[j-1].Len == size && br.Contiguous(bufs[j-1].ID, bufs[j].ID) {
+			run += bufs[j].Len
 			j++
 		}
 		if !c.closing {
-			c.deliver(br.Span(ids[i], min(j*size, n)-i*size))
+			c.deliver(br.Span(bufs[i].ID, run))
 		}
-		for _, b := range ids[i:j] {
-			br.Recycle(b)
+		for _, b := range bufs[i:j] {
+			br.Recycle(b.ID)
 		}
 		i = j
 	}
-	c.l.bundleIDs = ids[:0]
+	c.l.bundleBufs = bufs[:0]
 }
 
 func (o *op) bufferID() (uint16, bool) {
