@@ -246,8 +246,10 @@ var udpScripts = []udpScript{
 		peer := stdPeer(t, "udp4", "127.0.0.1:0")
 		var out []string
 		buf := make([]byte, 64)
-		c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+		// start is taken first: taken after SetReadDeadline, a preemption
+		// between the two (CI under load: 1.3 ms) made the read look early.
 		start := time.Now()
+		c.SetReadDeadline(start.Add(30 * time.Millisecond))
 		_, _, err := c.ReadFrom(buf)
 		out = append(out, "future deadline: "+describeErr(err))
 		if d := time.Since(start); d < 30*time.Millisecond || d > udpScriptTimeout {
