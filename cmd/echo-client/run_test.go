@@ -240,7 +240,11 @@ func TestRunServerStatsAndJSON(t *testing.T) {
 func TestRunMismatch(t *testing.T) {
 	addr := startServer(t, corrupt)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), testConfig(t, addr), &stdout, &stderr)
+	// Each connection must get 42 messages through to reach the corrupted
+	// byte: with the default 300 ms, a stress run (two CPU hogs, three
+	// suites at once) once saw only 3 of 10 get there. The run ends as soon
+	// as every connection has failed, so the longer bound costs nothing.
+	code := run(context.Background(), testConfig(t, addr, "-d", "20s"), &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
 	}
