@@ -15,12 +15,20 @@ import (
 )
 
 // get GETs path on addr and returns the status code and body.
+// getClient opens a connection per request. With http.DefaultClient's
+// pool, a stress run's GET in TestHealthReadyAcrossDrain met "connection
+// reset by peer" on a reused connection (each subtest starts a new server
+// process, whose port may be an earlier one's, and an earlier server's
+// connections die with it), which Go's transport does not retry once the
+// request is written. A fresh connection per GET has no such history.
+var getClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func get(t *testing.T, addr, path string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := getClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
