@@ -151,6 +151,18 @@ func (s *SQE) PrepSend(fd int, buf []byte, flags uint32) {
 	s.OpFlags = flags
 }
 
+// PrepSendZC prepares IORING_OP_SEND_ZC (6.0+): a send whose pages the
+// kernel pins instead of copying. It posts two CQEs: the send's result (res
+// the byte count or -errno, with IORING_CQE_F_MORE when a notification
+// follows), then a notification (CQE.Notif, res 0) once the kernel no
+// longer reads buf; only then may buf be reused. Loopback and veth peers
+// copy the pinned pages on receive (skb_orphan_frags_rx), so there it is a
+// copy plus the pinning: BenchmarkSendLoopback measures both ops.
+func (s *SQE) PrepSendZC(fd int, buf []byte, flags uint32) {
+	s.prep(OpSendZC, fd, bufPtr(buf), uint32(len(buf)), 0)
+	s.OpFlags = flags
+}
+
 // PrepRecvmsg prepares IORING_OP_RECVMSG (5.3+) with a struct msghdr.
 func (s *SQE) PrepRecvmsg(fd int, msg unsafe.Pointer, flags uint32) {
 	s.prep(OpRecvmsg, fd, msg, 1, 0)
