@@ -18,6 +18,10 @@ type reuseListener struct {
 	subs []*listener
 
 	startOnce sync.Once
+	// mu orders the start of the accept goroutines (wg.Add) before
+	// Close's wg.Wait: a group closed first starts none.
+	mu        sync.Mutex
+	closed    bool
 	conns     chan acceptResult
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -77,7 +81,12 @@ func (rl *reuseListener) Accept() (net.Conn, error) {
 }
 
 func (rl *reuseListener) startAccepting() {
-	rl.conns = make(chan acceptResult)
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.conns = make(chan acceptResult) // nil would block Accept's select too; made either way
+	if rl.closed {
+		return // Accept sees done
+	}
 	for _, ln := range rl.subs {
 		rl.wg.Add(1)
 		go rl.acceptLoop(ln)
@@ -110,6 +119,9 @@ func (rl *reuseListener) Close() error {
 	first := false
 	rl.closeOnce.Do(func() {
 		first = true
+		rl.mu.Lock()
+		rl.closed = true
+		rl.mu.Unlock()
 		close(rl.done)
 		for _, ln := range rl.subs {
 			ln.Close()

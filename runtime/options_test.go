@@ -989,3 +989,29 @@ func noDelay(t *testing.T, c net.Conn) int {
 	rc.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
 	return v
 }
+
+// TestReusePortAcceptCloseRace: the first Accept of a ReusePort group
+// (which starts the group's accept goroutines) and Close at the same time.
+// Close's wait for those goroutines raced with their start (a WaitGroup Add
+// unordered with its Wait; the race detector caught it in a stress run of
+// TestReusePortShutdown).
+func TestReusePortAcceptCloseRace(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2, ReusePort: true})
+	for i := 0; i < 100; i++ {
+		ln, err := rt.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := ln.Accept(); done <- err }()
+		ln.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("Accept after Close: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Accept still blocked 10 s after Close")
+		}
+	}
+}
