@@ -93,8 +93,12 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 }
 
 // Write queues a copy of p for sending and returns len(p), nil; the loop
-// sends queued bytes in one send per connection per iteration. After the
-// connection closed it returns net.ErrClosed. Call it from the handler's
+// sends queued bytes in one send per connection per iteration. When p is
+// (part of) the data OnData is being called with, at least 2 KiB, and the
+// connection is on the same loop, nothing is copied: the provided buffers
+// holding it are queued and recycled once sent (buffer lending, lend.go;
+// Config.DisableBufferLending). Either way p may be reused as soon as Write
+// returns. After the connection closed it returns net.ErrClosed. Call it from the handler's
 // callbacks only (on the loop, or on the worker of a MayBlocker handler);
 // from any other goroutine use AsyncWrite.
 func (c *CallbackConn) Write(p []byte) (int, error) {
@@ -205,7 +209,9 @@ func (c *CallbackConn) queue(p []byte) {
 	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
 		return
 	}
-	c.outq.write(c.l, p)
+	if !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
+		c.outq.write(c.l, p)
+	}
 	if !c.dirty {
 		c.dirty = true
 		c.l.dirty = append(c.l.dirty, c)

@@ -126,8 +126,10 @@
 //	               SO_REUSEPORT group (a socket per loop)
 //	dialer.go      Dialer, Dial; dial_race.go Happy Eyeballs
 //	handler.go     the callback API: Handler; callback.go CallbackConn;
-//	               outq.go its output queue; budget.go the memory budget;
-//	               idle.go IdleTimeout
+//	               outq.go its output queue; lend.go buffer lending (a
+//	               Write of OnData's data sends the provided buffers
+//	               themselves); budget.go the memory budget; idle.go
+//	               IdleTimeout
 //	udp.go         PacketConn: udp_listen.go constructors, udp_read.go,
 //	               udp_write.go, udp_batch.go, udp_multishot.go (multishot
 //	               recvmsg), udp_options.go, udp_rawconn.go, udp_sys.go

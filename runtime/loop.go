@@ -55,9 +55,13 @@ type loop struct {
 	cbConns     map[*CallbackConn]struct{}
 	serving     []*listener
 
-	chunks chunkPool  // output queue chunks (outq.go)
-	budget loopBudget // budget.go
-	idle   loopIdle   // idle.go
+	chunks chunkPool // output queue chunks (outq.go)
+	// buffer lending (lend.go): the run on offer to OnData's Writes, the
+	// buffers lent now and the most that may be (0: lending off)
+	lend              lendable
+	lentBufs, lendCap int
+	budget            loopBudget // budget.go
+	idle              loopIdle   // idle.go
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
@@ -130,6 +134,9 @@ func (l *loop) setup(goWait bool) error {
 			// (recvLimit) also caps that retry.
 			l.bundles = !cfg.DisableRecvBundles && !cfg.DisableMultishot && !br.Incremental() &&
 				l.rt.features.Bits&netpoll.FeatRecvSendBundle != 0
+			if !cfg.DisableBufferLending && !br.Incremental() {
+				l.lendCap = int(br.Count()) / 4 // lend.go
+			}
 		}
 	}
 	if !cfg.DisableFixedFiles {

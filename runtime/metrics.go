@@ -21,6 +21,7 @@ type loopStats struct {
 	cqOverflows, sqFull        atomic.Uint64
 	pollArms                   atomic.Uint64
 	enobufs                    atomic.Uint64
+	lentBufs                   atomic.Uint64
 	idlePollHits, idlePollMiss atomic.Uint64
 	accepted, closed, rejected atomic.Uint64
 	readBytes, writtenBytes    atomic.Uint64
@@ -177,6 +178,7 @@ var (
 	dCQOver    = desc("cq_overflows_total", "Times the kernel flagged CQ overflow (IORING_SQ_CQ_OVERFLOW); overflowed CQEs are flushed, none lost.", "loop")
 	dSQFull    = desc("sq_full_total", "Times the submission queue was full; the loop submitted and retried.", "loop")
 	dPollArms  = desc("poll_arms_total", "Polls armed through the ring (IORING_OP_POLL_ADD).", "loop")
+	dLent      = desc("buffers_lent_total", "Provided buffers a callback Write sent without a copy (buffer lending, Config.DisableBufferLending); each went back to the ring once sent.", "loop")
 	dENOBUFS   = desc("buffer_ring_exhausted_total", "Recvs that found the provided buffer ring empty (ENOBUFS); re-armed after buffers came back.", "loop")
 	dIdlePoll  = desc("idle_polls_total", "Busy-polls before sleeping (Config.IdlePoll) by outcome: work (work appeared, no sleep) or timeout (the loop went to sleep).", "loop", "outcome")
 	dAccepted  = desc("connections_accepted_total", "Connections accepted.", "loop")
@@ -217,7 +219,7 @@ func (s sink) gauge(d *prometheus.Desc, v float64, labels ...string) {
 
 // Describe sends every metric's descriptor.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS,
+	for _, d := range []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dLent,
 		dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
 		dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics} {
 		ch <- d
@@ -238,6 +240,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		out.counter(dSQFull, s.sqFull.Load(), id)
 		out.counter(dPollArms, s.pollArms.Load(), id)
 		out.counter(dENOBUFS, s.enobufs.Load(), id)
+		out.counter(dLent, s.lentBufs.Load(), id)
 		out.counter(dIdlePoll, s.idlePollHits.Load(), id, "work")
 		out.counter(dIdlePoll, s.idlePollMiss.Load(), id, "timeout")
 		// closed first: a connection is counted accepted before closed,

@@ -103,7 +103,11 @@ func (c *CallbackConn) onRecv(o *op) {
 		l.stats.readBytes.Add(uint64(res))
 		c.active = true
 		if !c.closing {
-			c.deliver(data)
+			if recycle {
+				recycle = !c.deliverOffered(data, id, 1)
+			} else {
+				c.deliver(data)
+			}
 		}
 		if recycle {
 			l.bufRing.Recycle(id)
@@ -174,11 +178,14 @@ func (c *CallbackConn) deliverBundle(id uint16, n int) {
 			run += bufs[j].Len
 			j++
 		}
+		lent := false
 		if !c.closing {
-			c.deliver(br.Span(bufs[i].ID, run))
+			lent = c.deliverOffered(br.Span(bufs[i].ID, run), bufs[i].ID, uint16(j-i))
 		}
-		for _, b := range bufs[i:j] {
-			br.Recycle(b.ID)
+		if !lent {
+			for _, b := range bufs[i:j] {
+				br.Recycle(b.ID)
+			}
 		}
 		i = j
 	}
@@ -187,6 +194,19 @@ func (c *CallbackConn) deliverBundle(id uint16, n int) {
 
 func (o *op) bufferID() (uint16, bool) {
 	return uint16(o.flags >> 16), o.flags&1 != 0
+}
+
+// deliverOffered is deliver of data held in provided buffers first..
+// first+n-1, which OnData's Writes may lend (lend.go); it reports whether
+// one did, so that the buffers are recycled when sent, not now.
+func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
+	if c.blocking || c.l.lendCap == 0 {
+		c.deliver(data)
+		return false
+	}
+	c.l.offer(data, first, n)
+	c.deliver(data)
+	return c.l.endOffer()
 }
 
 func (c *CallbackConn) deliver(data []byte) {

@@ -11,13 +11,26 @@ import "golang.org/x/sys/unix"
 // (the earlier design) a slow reader pinned twice MaxWriteBuffer for the
 // connection's whole life.
 //
+// A chunk may instead be lent: provided buffers that OnData received and
+// handed straight to Write (lend.go), sent from the buffer ring without a
+// copy and recycled to the ring when sent or dropped.
+//
 // Loop-owned: every method runs on the connection's loop.
 type outQueue struct {
-	chunks   [][]byte // chunks[0][head:] is the next to send; len is the filled part
-	head     int      // bytes of chunks[0] already sent
-	n        int      // queued bytes, including those of the send in flight
-	inflight int      // bytes of chunks[0] the send in flight covers (from head)
-	held     int      // bytes of chunk capacity held (accounted in the budget)
+	chunks   []outChunk // chunks[0].b[head:] is the next to send; len is the filled part
+	head     int        // bytes of chunks[0] already sent
+	n        int        // queued bytes, including those of the send in flight
+	inflight int        // bytes of chunks[0] the send in flight covers (from head)
+	held     int        // bytes of chunk capacity held (accounted in the budget)
+}
+
+// outChunk is one chunk of an outQueue: pooled (lent == 0) or lent
+// provided buffers first..first+lent-1 of the loop's buffer ring, whose
+// b has no spare capacity (nothing is ever appended to it).
+type outChunk struct {
+	b     []byte
+	first uint16
+	lent  uint16
 }
 
 // Chunk size classes. A new chunk is the smallest class that holds the
@@ -78,19 +91,27 @@ func (q *outQueue) write(l *loop, p []byte) {
 	q.n += len(p) // (q.n-len(p) below: the bytes queued before p)
 	for len(p) > 0 {
 		if k := len(q.chunks); k > 0 {
-			t := q.chunks[k-1]
+			t := q.chunks[k-1].b
 			if free := cap(t) - len(t); free > 0 {
 				m := copy(t[len(t):cap(t)], p)
-				q.chunks[k-1] = t[:len(t)+m]
+				q.chunks[k-1].b = t[:len(t)+m]
 				p = p[m:]
 				continue
 			}
 		}
 		c := l.chunks.get(chunkClass(max(len(p), (q.n-len(p))/2)))
-		q.chunks = append(q.chunks, c)
+		q.chunks = append(q.chunks, outChunk{b: c})
 		q.held += cap(c)
 		l.budgetAdd(cap(c))
 	}
+}
+
+// lend queues p, which lies in provided buffers first..first+n-1 of l's
+// buffer ring, without copying it: the buffers stay out of the ring until
+// the chunk is sent or dropped (l.returnLent).
+func (q *outQueue) lend(p []byte, first, n uint16) {
+	q.n += len(p)
+	q.chunks = append(q.chunks, outChunk{b: p[:len(p):len(p)], first: first, lent: n})
 }
 
 // next returns the bytes to submit in the next send (the unsent part of
@@ -99,7 +120,7 @@ func (q *outQueue) next() []byte {
 	if q.n == 0 || len(q.chunks) == 0 {
 		return nil
 	}
-	b := q.chunks[0][q.head:]
+	b := q.chunks[0].b[q.head:]
 	q.inflight = len(b)
 	return b
 }
@@ -118,10 +139,11 @@ func (q *outQueue) nextVec(iov []unix.Iovec) ([]unix.Iovec, int) {
 		return iov, 0
 	}
 	total := 0
-	for i, c := range q.chunks {
+	for i, ch := range q.chunks {
 		if i == maxSendIov {
 			break
 		}
+		c := ch.b
 		if i == 0 {
 			c = c[q.head:]
 		}
@@ -150,14 +172,14 @@ func (q *outQueue) sent(l *loop, m int) bool {
 	// A sendmsg may have covered several chunks: free every chunk it
 	// finished.
 	for len(q.chunks) > 0 {
-		left := len(q.chunks[0]) - q.head
+		left := len(q.chunks[0].b) - q.head
 		if m < left {
 			q.head += m
 			break
 		}
 		m -= left
-		q.head = len(q.chunks[0])
-		if len(q.chunks) == 1 && q.n > 0 {
+		q.head = len(q.chunks[0].b)
+		if len(q.chunks) == 1 && q.n > 0 && q.chunks[0].lent == 0 {
 			break
 		}
 		q.popHead(l)
@@ -168,15 +190,25 @@ func (q *outQueue) sent(l *loop, m int) bool {
 func (q *outQueue) popHead(l *loop) {
 	c := q.chunks[0]
 	k := copy(q.chunks, q.chunks[1:])
-	q.chunks[k] = nil
+	q.chunks[k] = outChunk{}
 	q.chunks = q.chunks[:k]
 	q.head = 0
-	q.held -= cap(c)
-	l.budgetAdd(-cap(c))
-	l.chunks.put(c)
+	q.drop(l, c)
 	if k == 0 && cap(q.chunks) > 2 {
 		q.chunks = nil // a queue that was long: its header array goes too
 	}
+}
+
+// drop gives back a chunk taken off the queue: a pooled one to l's pool
+// (and the budget), a lent one to the buffer ring.
+func (q *outQueue) drop(l *loop, c outChunk) {
+	if c.lent > 0 {
+		l.returnLent(c.first, c.lent)
+		return
+	}
+	q.held -= cap(c.b)
+	l.budgetAdd(-cap(c.b))
+	l.chunks.put(c.b)
 }
 
 // discard drops the queued bytes (the connection failed). The head chunk
@@ -190,11 +222,9 @@ func (q *outQueue) discard(l *loop, sendArmed bool) {
 	for len(q.chunks) > keep {
 		k := len(q.chunks) - 1
 		c := q.chunks[k]
-		q.chunks[k] = nil
+		q.chunks[k] = outChunk{}
 		q.chunks = q.chunks[:k]
-		q.held -= cap(c)
-		l.budgetAdd(-cap(c))
-		l.chunks.put(c)
+		q.drop(l, c)
 	}
 	if keep == 1 {
 		q.n = q.inflight

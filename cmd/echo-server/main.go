@@ -43,7 +43,7 @@ type options struct {
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated, incBufs, schedWait       bool
-	noBundles                                        bool
+	noBundles, noLend                                bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -75,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.BoolVar(&o.schedWait, "scheduler-wait", false, "loops are goroutines waiting in Go's netpoller, not locked threads (Config.SchedulerWait)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.noBundles, "no-bundles", false, "one provided buffer per callback recv CQE instead of recv bundles (IORING_RECVSEND_BUNDLE, Linux 6.10+; Config.DisableRecvBundles)")
+	fs.BoolVar(&o.noLend, "no-lend", false, "callback echo copies each message into the output queue instead of sending the provided buffers it arrived in (Config.DisableBufferLending)")
 	fs.BoolVar(&o.incBufs, "inc-buffers", false, "incrementally consumed provided buffers, 128 x 32 KiB, where the kernel has them (Linux 6.12+; Config.IncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
 	fs.IntVar(&o.workers, "workers", uringrt.DefaultWorkers, "fixed workers (blocking policy, blocking handlers)")
@@ -143,9 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
 		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, SchedulerWait: o.schedWait, ReusePort: o.reusePort,
-		UDPRecvMultishot:   o.udpMultishot,
-		IncrementalBuffers: o.incBufs,
-		DisableRecvBundles: o.noBundles,
+		UDPRecvMultishot:     o.udpMultishot,
+		IncrementalBuffers:   o.incBufs,
+		DisableRecvBundles:   o.noBundles,
+		DisableBufferLending: o.noLend,
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {

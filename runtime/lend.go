@@ -1,0 +1,77 @@
+package runtime
+
+import "unsafe"
+
+// Buffer lending: the callback API's zero-copy echo and proxy path.
+//
+// OnData's data lies in provided buffers of the loop's buffer ring. When
+// the handler passes (part of) it to Write on a connection of the same
+// loop, the queued chunk can point at those buffers instead of a copy in a
+// pooled chunk: the buffers are then not recycled after OnData but when the
+// chunk has been sent (or dropped, the connection failing), and the send
+// SQE reads the ring's memory. For a stream echo that removes the one copy
+// in user space (a 64 KiB message is 64 KiB of memmove per echo).
+//
+// Limits: only runs of at least lendMin bytes are lent (below it a copy is
+// cheaper than holding a buffer); each run at most once; and at most a
+// quarter of the ring's buffers are lent at a time, so connections whose
+// peers read slowly cannot starve the others' recvs (past it, Write
+// copies). Lent bytes count in the connection's queued bytes
+// (MaxWriteBuffer backpressure) but not in the memory budget: the ring's
+// memory is allocated once. Config.DisableBufferLending turns it off.
+
+// lendMin is the smallest Write lent instead of copied (bytes).
+const lendMin = 2 << 10
+
+// lendable is the run of buffers OnData is being called with (loop-owned).
+type lendable struct {
+	data  []byte // the run's bytes, as passed to OnData
+	first uint16 // its first buffer id
+	n     uint16 // its buffer count
+	taken bool   // a Write lent it: do not recycle after OnData
+}
+
+// offer makes buffers first..first+n-1, holding data, lendable during the
+// OnData call that follows (close it with endOffer).
+func (l *loop) offer(data []byte, first, n uint16) {
+	l.lend = lendable{data: data, first: first, n: n}
+}
+
+// endOffer closes the offer and reports whether the buffers were lent
+// (so the caller must not recycle them).
+func (l *loop) endOffer() bool {
+	taken := l.lend.taken
+	l.lend = lendable{}
+	return taken
+}
+
+// tryLend queues p on c without a copy when p lies in the run on offer
+// (see offer) and the limits allow; it reports whether it did.
+func (c *CallbackConn) tryLend(p []byte) bool {
+	l := c.l
+	o := &l.lend
+	if o.data == nil || o.taken || len(p) < lendMin || l.lentBufs+int(o.n) > l.lendCap {
+		return false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(o.data)))
+	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	if ptr < base || ptr+uintptr(len(p)) > base+uintptr(len(o.data)) {
+		return false
+	}
+	o.taken = true
+	l.lentBufs += int(o.n)
+	l.stats.lentBufs.Add(uint64(o.n))
+	c.outq.lend(p, o.first, o.n)
+	return true
+}
+
+// returnLent recycles lent buffers first..first+n-1 to the ring and
+// publishes them at once (the caller may be outside a reap, whose end
+// commits).
+func (l *loop) returnLent(first, n uint16) {
+	for i := range int(n) {
+		l.bufRing.Recycle(first + uint16(i))
+	}
+	l.bufRing.Commit()
+	l.lentBufs -= int(n)
+}

@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lentNow reads loop l's count of lent buffers on the loop.
+func lentNow(l *loop) (lent, cap int) {
+	onLoop(l, func() { lent, cap = l.lentBufs, l.lendCap })
+	return
+}
+
+// TestCallbackLendEcho streams through an echo handler with buffer lending
+// on and off: the echo is byte-exact, lending happened only when on, and
+// every lent buffer is back in the ring once the connections are gone.
+func TestCallbackLendEcho(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lend", true: "copy"}[off], func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1, DisableBufferLending: off})
+			ln := serveCB(t, rt, EchoHandler{})
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					errs <- streamEcho(ln.Addr().String(), 1<<20, byte(i))
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := rt.loops[0]
+			if l.bufRing == nil {
+				t.Skip("no provided buffer ring: nothing to lend")
+			}
+			lent := l.stats.lentBufs.Load()
+			switch {
+			case !off && lent == 0:
+				t.Fatal("8 MiB echoed in runs of 2 KiB or more and no buffer was lent")
+			case off && lent != 0:
+				t.Fatalf("%d buffers lent with DisableBufferLending", lent)
+			}
+			if !relWaitFor(5*time.Second, func() bool { n, _ := lentNow(l); return n == 0 }) {
+				n, _ := lentNow(l)
+				t.Fatalf("%d buffers still lent after every connection closed", n)
+			}
+		})
+	}
+}
+
+// TestCallbackLendWritesTwice: a handler that writes part of its data and
+// then all of it (overlapping Writes of one run, the first lent, the
+// second copied) sends both, in order.
+func TestCallbackLendWritesTwice(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d[:len(d)/2])
+		c.Write(d)
+	}})
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	var want []byte
+	for i := 0; i < 20; i++ {
+		msg[0] = byte(i)
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		// One message at a time, so each arrives as one OnData (or a
+		// few: the reply is then the halves of each piece).
+		var got []byte
+		for len(got) < len(msg)*3/2 {
+			b := make([]byte, 64<<10)
+			n, err := c.Read(b)
+			if err != nil {
+				t.Fatalf("message %d: %v after %d bytes", i, err, len(got))
+			}
+			got = append(got, b[:n]...)
+			if rebuilt, ok := splitHalves(got, msg); ok {
+				want = append(want, rebuilt...)
+				break
+			}
+		}
+	}
+	if len(want) != 20*len(msg) {
+		t.Fatalf("rebuilt %d bytes, want %d", len(want), 20*len(msg))
+	}
+}
+
+// splitHalves checks that out is, for some split of msg into pieces
+// p1, p2, ..., the concatenation of p[:len/2], p for each piece, and returns
+// msg when it is.
+func splitHalves(out, msg []byte) ([]byte, bool) {
+	var rebuilt []byte
+	for len(out) > 0 {
+		left := msg[len(rebuilt):]
+		ok := false
+		for k := len(left); k > 0; k-- {
+			p := left[:k]
+			h := p[:k/2]
+			if len(out) >= len(h)+k && bytes.Equal(out[:len(h)], h) && bytes.Equal(out[len(h):len(h)+k], p) {
+				out = out[len(h)+k:]
+				rebuilt = append(rebuilt, p...)
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return rebuilt, len(rebuilt) == len(msg)
+}
+
+// TestCallbackLendCapSlowReaders: peers that send and never read keep
+// their echoes queued; the buffers lent to those queues stay within the
+// loop's cap (a quarter of the ring), so another connection still echoes,
+// and they all go back to the ring when the peers reset.
+func TestCallbackLendCapSlowReaders(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: 1 << 20})
+	ln := serveCB(t, rt, EchoHandler{})
+	l := rt.loops[0]
+	if l.bufRing == nil {
+		t.Skip("no provided buffer ring: nothing to lend")
+	}
+	var peers []net.Conn
+	chunk := bytes.Repeat([]byte{0xab}, 64<<10)
+	for i := 0; i < 16; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		peers = append(peers, c)
+		go func() {
+			c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+			for k := 0; k < 64; k++ { // up to 4 MiB each, until backpressure stops it
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	peak := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		n, limit := lentNow(l)
+		if n > limit {
+			t.Fatalf("%d buffers lent, over the cap of %d", n, limit)
+		}
+		peak = max(peak, n)
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("peak lent buffers %d", peak)
+	if err := streamEcho(ln.Addr().String(), 256<<10, 7); err != nil {
+		t.Fatalf("a reading peer beside %d stalled ones: %v", len(peers), err)
+	}
+	for _, c := range peers {
+		setLinger0(t, c)
+		c.Close()
+	}
+	if !relWaitFor(10*time.Second, func() bool { n, _ := lentNow(l); return n == 0 }) {
+		n, _ := lentNow(l)
+		t.Fatalf("%d buffers still lent after the peers reset", n)
+	}
+}
