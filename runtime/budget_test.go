@@ -306,3 +306,39 @@ func TestOutQueueSendmsgSpansChunks(t *testing.T) {
 		t.Fatalf("drained queue holds %d bytes in %d chunks; accounted %d", q.held, len(q.chunks), l.budget.held.Load())
 	}
 }
+
+// TestOutQueueDiscardKeepsSendmsgChunks: a connection that fails while a
+// sendmsg covering several chunks is in flight keeps every one of them
+// until that send's CQE, since the kernel may still read any of them.
+// Before, discard kept only the head chunk and returned the others to the
+// loop's pool, where another connection's Write could fill one while the
+// cancelled sendmsg was still reading it.
+func TestOutQueueDiscardKeepsSendmsgChunks(t *testing.T) {
+	rt := &Runtime{cfg: Config{MaxBufferedBytes: -1}}
+	l := &loop{rt: rt}
+	var q outQueue
+	for _, n := range []int{3000, 20000, 20000, 500} {
+		q.write(l, make([]byte, n))
+	}
+	chunks := len(q.chunks)
+	if chunks < 3 {
+		t.Fatalf("%d chunks for 43,500 bytes", chunks)
+	}
+	iov, total := q.nextVec(nil)
+	q.write(l, make([]byte, 50000)) // queued while the sendmsg is in flight
+	q.discard(l, true)
+	if len(q.chunks) != len(iov) || q.n != total {
+		t.Fatalf("after discard with a sendmsg of %d chunks (%d bytes) in flight: %d chunks kept, %d bytes queued",
+			len(iov), total, len(q.chunks), q.n)
+	}
+	for i, c := range q.chunks {
+		if &c.b[0] != iov[i].Base {
+			t.Fatalf("kept chunk %d is not the one the sendmsg covers", i)
+		}
+	}
+	q.sent(l, 0) // its CQE: ECANCELED
+	q.release(l)
+	if q.n != 0 || len(q.chunks) != 0 || q.held != 0 || l.budget.held.Load() != 0 {
+		t.Fatalf("released queue: %d bytes, %d chunks, holds %d, accounted %d", q.n, len(q.chunks), q.held, l.budget.held.Load())
+	}
+}

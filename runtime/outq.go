@@ -211,13 +211,17 @@ func (q *outQueue) drop(l *loop, c outChunk) {
 	l.chunks.put(c.b)
 }
 
-// discard drops the queued bytes (the connection failed). The head chunk
-// stays while a send covers it (the kernel reads it until the CQE); the
-// caller calls release after that CQE.
+// discard drops the queued bytes (the connection failed). The chunks a
+// send in flight covers stay (the kernel reads them until its CQE: a
+// sendmsg covers up to maxSendIov of them); the caller calls release after
+// that CQE.
 func (q *outQueue) discard(l *loop, sendArmed bool) {
 	keep := 0
 	if sendArmed && len(q.chunks) > 0 {
 		keep = 1
+		for left := q.inflight - (len(q.chunks[0].b) - q.head); left > 0 && keep < len(q.chunks); keep++ {
+			left -= len(q.chunks[keep].b)
+		}
 	}
 	for len(q.chunks) > keep {
 		k := len(q.chunks) - 1
@@ -226,7 +230,7 @@ func (q *outQueue) discard(l *loop, sendArmed bool) {
 		q.chunks = q.chunks[:k]
 		q.drop(l, c)
 	}
-	if keep == 1 {
+	if keep > 0 {
 		q.n = q.inflight
 		return
 	}
