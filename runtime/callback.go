@@ -93,12 +93,8 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 }
 
 // Write queues a copy of p for sending and returns len(p), nil; the loop
-// sends queued bytes in one send per connection per iteration. When p is
-// (part of) the data OnData is being called with, at least 2 KiB, and the
-// connection is on the same loop, nothing is copied: the provided buffers
-// holding it are queued and recycled once sent (buffer lending, lend.go;
-// Config.DisableBufferLending). Either way p may be reused as soon as Write
-// returns. After the connection closed it returns net.ErrClosed. Call it from the handler's
+// sends queued bytes in one send per connection per iteration. After the
+// connection closed it returns net.ErrClosed. Call it from the handler's
 // callbacks only (on the loop, or on the worker of a MayBlocker handler);
 // from any other goroutine use AsyncWrite.
 func (c *CallbackConn) Write(p []byte) (int, error) {
@@ -113,7 +109,28 @@ func (c *CallbackConn) Write(p []byte) (int, error) {
 	if c.closing {
 		return 0, net.ErrClosed
 	}
-	c.queue(p)
+	c.queue(p, false)
+	return len(p), nil
+}
+
+// WriteNoCopy is Write for (part of) the data OnData is being called with,
+// as an echo or a proxy sends it on: when p is at least 2 KiB and lies in
+// that data, and c is on the same loop, the provided buffers holding it are
+// queued instead of a copy, sent from the buffer ring and recycled once
+// sent (buffer lending, lend.go). The caller must not modify p's bytes
+// after the call, even before OnData returns. Otherwise (other memory, a
+// short p, a quarter of the loop's buffers already lent,
+// Config.DisableBufferLending, a MayBlocker handler) it copies, as Write.
+// It returns len(p), nil, or net.ErrClosed after the connection closed.
+// Call it from OnData only.
+func (c *CallbackConn) WriteNoCopy(p []byte) (int, error) {
+	if c.std != nil || c.blocking {
+		return c.Write(p)
+	}
+	if c.closing {
+		return 0, net.ErrClosed
+	}
+	c.queue(p, true)
 	return len(p), nil
 }
 
@@ -196,7 +213,7 @@ func (c *CallbackConn) shutWrites() {
 // queueAsync takes the bytes of an AsyncWrite (loop only).
 func (c *CallbackConn) queueAsync(p []byte) {
 	c.pendingWrites.Add(-1)
-	c.queue(p)
+	c.queue(p, false)
 	if c.closing {
 		c.maybeFinalize()
 	}
@@ -205,11 +222,11 @@ func (c *CallbackConn) queueAsync(p []byte) {
 // queue appends p to the output (loop only). While a Close is under way
 // the bytes still go out before the fd closes; after a failure (reset,
 // write error, the runtime closing) there is nowhere to send them.
-func (c *CallbackConn) queue(p []byte) {
+func (c *CallbackConn) queue(p []byte, noCopy bool) {
 	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
 		return
 	}
-	if !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
+	if !noCopy || !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
 		c.outq.write(c.l, p)
 	}
 	if !c.dirty {

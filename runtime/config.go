@@ -288,14 +288,14 @@ type Config struct {
 	// one tcp_recvmsg instead of eight of 4 KiB), and OnData gets each run
 	// of buffers adjacent in memory as one slice.
 	DisableRecvBundles bool
-	// DisableBufferLending makes the callback API's Write always copy.
-	// By default a Write from OnData of (part of) its data, 2 KiB or more,
-	// to a connection of the same loop queues the provided buffers
-	// themselves, sent from the buffer ring and recycled once sent: no
-	// copy in user space for an echo or a proxy (lend.go). At most a
-	// quarter of a loop's buffers are lent at a time; past that Write
-	// copies. Needs a whole-buffer provided buffer ring (Linux 5.19+, not
-	// IncrementalBuffers).
+	// DisableBufferLending makes the callback API's WriteNoCopy copy, as
+	// Write. By default a WriteNoCopy from OnData of (part of) its data,
+	// 2 KiB or more, to a connection of the same loop queues the provided
+	// buffers themselves, sent from the buffer ring and recycled once
+	// sent: no copy in user space for an echo or a proxy (lend.go;
+	// EchoHandler uses it). At most a quarter of a loop's buffers are lent
+	// at a time; past that it copies. Needs a whole-buffer provided buffer
+	// ring (Linux 5.19+, not IncrementalBuffers).
 	DisableBufferLending bool
 	// IncrementalBuffers registers the provided buffer ring with
 	// IOU_PBUF_RING_INC (needs Linux 6.12+; whole buffers where the kernel

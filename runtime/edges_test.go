@@ -313,7 +313,7 @@ func TestStopClosesConnWithOutputQueued(t *testing.T) {
 			// queued, then the loop stops before flushing it.
 			l.mu.Lock()
 			l.queue = append(l.queue,
-				request{kind: reqFunc, fn: func() { cc.queue([]byte("x")); cc.closeOnLoop(io.EOF) }},
+				request{kind: reqFunc, fn: func() { cc.queue([]byte("x"), false); cc.closeOnLoop(io.EOF) }},
 				request{kind: reqStop})
 			l.mu.Unlock()
 			l.wake()

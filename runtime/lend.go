@@ -5,22 +5,24 @@ import "unsafe"
 // Buffer lending: the callback API's zero-copy echo and proxy path.
 //
 // OnData's data lies in provided buffers of the loop's buffer ring. When
-// the handler passes (part of) it to Write on a connection of the same
-// loop, the queued chunk can point at those buffers instead of a copy in a
-// pooled chunk: the buffers are then not recycled after OnData but when the
-// chunk has been sent (or dropped, the connection failing), and the send
-// SQE reads the ring's memory. For a stream echo that removes the one copy
-// in user space (a 64 KiB message is 64 KiB of memmove per echo).
+// the handler passes (part of) it to WriteNoCopy on a connection of the
+// same loop, the queued chunk can point at those buffers instead of a copy
+// in a pooled chunk: the buffers are then not recycled after OnData but
+// when the chunk has been sent (or dropped, the connection failing), and
+// the send SQE reads the ring's memory. For a stream echo that removes the
+// one copy in user space (a 64 KiB message is 64 KiB of memmove per echo).
+// It is a separate method, not Write, because the handler must then leave
+// those bytes alone for the rest of OnData, which Write does not ask.
 //
 // Limits: only runs of at least lendMin bytes are lent (below it a copy is
 // cheaper than holding a buffer); each run at most once; and at most a
 // quarter of the ring's buffers are lent at a time, so connections whose
-// peers read slowly cannot starve the others' recvs (past it, Write
-// copies). Lent bytes count in the connection's queued bytes
+// peers read slowly cannot starve the others' recvs (past it,
+// WriteNoCopy copies). Lent bytes count in the connection's queued bytes
 // (MaxWriteBuffer backpressure) but not in the memory budget: the ring's
 // memory is allocated once. Config.DisableBufferLending turns it off.
 
-// lendMin is the smallest Write lent instead of copied (bytes).
+// lendMin is the smallest WriteNoCopy lent instead of copied (bytes).
 const lendMin = 2 << 10
 
 // lendable is the run of buffers OnData is being called with (loop-owned).
@@ -28,7 +30,7 @@ type lendable struct {
 	data  []byte // the run's bytes, as passed to OnData
 	first uint16 // its first buffer id
 	n     uint16 // its buffer count
-	taken bool   // a Write lent it: do not recycle after OnData
+	taken bool   // a WriteNoCopy lent it: do not recycle after OnData
 }
 
 // offer makes buffers first..first+n-1, holding data, lendable during the
@@ -49,13 +51,14 @@ func (l *loop) endOffer() bool {
 // (see offer) and the limits allow; it reports whether it did.
 func (c *CallbackConn) tryLend(p []byte) bool {
 	l := c.l
-	o := &l.lend
-	if o.data == nil || o.taken || len(p) < lendMin || l.lentBufs+int(o.n) > l.lendCap {
+	// p in l's ring at all (ringMem is set once at start): a Write of
+	// another loop's data is refused before l.lend, which only l's
+	// goroutine touches, is read.
+	if len(p) < lendMin || !within(p, l.ringMem) {
 		return false
 	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(o.data)))
-	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
-	if ptr < base || ptr+uintptr(len(p)) > base+uintptr(len(o.data)) {
+	o := &l.lend
+	if o.data == nil || o.taken || l.lentBufs+int(o.n) > l.lendCap || !within(p, o.data) {
 		return false
 	}
 	o.taken = true
@@ -63,6 +66,16 @@ func (c *CallbackConn) tryLend(p []byte) bool {
 	l.stats.lentBufs.Add(uint64(o.n))
 	c.outq.lend(p, o.first, o.n)
 	return true
+}
+
+// within reports whether p lies inside s.
+func within(p, s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	ptr := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	return ptr >= base && ptr+uintptr(len(p)) <= base+uintptr(len(s))
 }
 
 // returnLent recycles lent buffers first..first+n-1 to the ring and

@@ -57,14 +57,31 @@ func TestCallbackLendEcho(t *testing.T) {
 	}
 }
 
+// TestCallbackWriteCopiesThenModify: Write always copies, so a handler
+// may overwrite its data after writing it (as OnData's contract allows);
+// the peer gets what was written, and nothing is lent.
+func TestCallbackWriteCopiesThenModify(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write(d)
+		clear(d)
+	}})
+	if err := streamEcho(ln.Addr().String(), 1<<20, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.loops[0].stats.lentBufs.Load(); n != 0 {
+		t.Fatalf("Write lent %d buffers", n)
+	}
+}
+
 // TestCallbackLendWritesTwice: a handler that writes part of its data and
 // then all of it (overlapping Writes of one run, the first lent, the
 // second copied) sends both, in order.
 func TestCallbackLendWritesTwice(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1})
 	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
-		c.Write(d[:len(d)/2])
-		c.Write(d)
+		c.WriteNoCopy(d[:len(d)/2])
+		c.WriteNoCopy(d)
 	}})
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

@@ -60,6 +60,7 @@ type loop struct {
 	// buffers lent now and the most that may be (0: lending off)
 	lend              lendable
 	lentBufs, lendCap int
+	ringMem           []byte     // every buffer of bufRing, to tell its memory
 	budget            loopBudget // budget.go
 	idle              loopIdle   // idle.go
 
@@ -136,6 +137,7 @@ func (l *loop) setup(goWait bool) error {
 				l.rt.features.Bits&netpoll.FeatRecvSendBundle != 0
 			if !cfg.DisableBufferLending && !br.Incremental() {
 				l.lendCap = int(br.Count()) / 4 // lend.go
+				l.ringMem = br.Span(0, int(br.Count()*br.Size()))
 			}
 		}
 	}
