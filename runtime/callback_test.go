@@ -247,22 +247,7 @@ func TestCallbackRecvBundles(t *testing.T) {
 				}
 				c.Write(d)
 			}})
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					errs <- streamEcho(ln.Addr().String(), 256<<10, byte(i))
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			streamEchoAll(t, ln.Addr().String(), 8, 256<<10)
 			size := int64(rt.cfg.BufferSize)
 			bundles := !off && rt.features.Bits&netpoll.FeatRecvSendBundle != 0
 			switch {
@@ -272,6 +257,28 @@ func TestCallbackRecvBundles(t *testing.T) {
 				t.Fatalf("largest OnData %d bytes with one %d-byte buffer per CQE", most.Load(), size)
 			}
 		})
+	}
+}
+
+// streamEchoAll runs streamEcho of n bytes on conns connections at once
+// and fails t on the first error.
+func streamEchoAll(t *testing.T, addr string, conns, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- streamEcho(addr, n, byte(i))
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

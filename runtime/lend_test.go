@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
@@ -22,22 +21,7 @@ func TestCallbackLendEcho(t *testing.T) {
 		t.Run(map[bool]string{false: "lend", true: "copy"}[off], func(t *testing.T) {
 			rt := newRT(t, Config{Loops: 1, DisableBufferLending: off})
 			ln := serveCB(t, rt, EchoHandler{})
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					errs <- streamEcho(ln.Addr().String(), 1<<20, byte(i))
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			streamEchoAll(t, ln.Addr().String(), 8, 1<<20)
 			l := rt.loops[0]
 			if l.bufRing == nil {
 				t.Skip("no provided buffer ring: nothing to lend")
