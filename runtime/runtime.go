@@ -44,6 +44,9 @@ type Runtime struct {
 	stdConns  map[net.Conn]struct{}
 	closed    bool
 	drained   chan struct{} // closed when conns drops to 0 during Shutdown
+	// draining: Shutdown has given every net.Conn its read deadline; a
+	// connection tracked after that gets one at once (track, trackStd)
+	draining bool
 
 	acceptErrs  sync.Map // errno name -> *atomic.Uint64
 	panicLogged atomic.Bool
@@ -240,7 +243,11 @@ func (rt *Runtime) track(n *netFD) {
 	if n.ln != nil || n.dialed {
 		rt.counted++
 	}
+	late := rt.draining && !n.cb
 	rt.mu.Unlock()
+	if late {
+		(&Conn{fd: n}).SetReadDeadline(time.Now()) // as Shutdown did to the others
+	}
 }
 
 func (rt *Runtime) untrack(n *netFD) {

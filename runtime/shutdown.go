@@ -11,7 +11,9 @@ import (
 // Shutdown stops accepting, asks connections to finish and waits for them,
 // then closes the runtime. Callback connections stop reading and close once
 // their queued output is sent; net.Conn connections get a read deadline of
-// now, so a handler blocked in Read returns and closes. If ctx ends first,
+// now, so a handler blocked in Read returns and closes (so does one that
+// joins during the drain: accepted by an Accept already past accept4, or
+// dialed). If ctx ends first,
 // everything still open is closed and ctx.Err() is returned.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.mu.Lock()
@@ -34,6 +36,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		rt.drained = wait
 	}
 	_, conns, stds := rt.snapshotLocked()
+	// Connections tracked from now on (an Accept past its accept4 when
+	// the listener closed, a Dial) get their deadline in track.
+	rt.draining = true
 	rt.mu.Unlock()
 	now := time.Now()
 	for _, fd := range conns {

@@ -59,7 +59,11 @@ func (rt *Runtime) trackStd(c net.Conn) net.Conn {
 	sc := &stdConn{Conn: c, rt: rt, done: make(chan struct{})}
 	rt.mu.Lock()
 	rt.stdConns[sc] = struct{}{}
+	late := rt.draining
 	rt.mu.Unlock()
+	if late {
+		sc.SetReadDeadline(time.Now()) // as Shutdown did to the others
+	}
 	return sc
 }
 
