@@ -38,13 +38,15 @@ func get(t *testing.T, addr, path string) (int, string) {
 }
 
 // TestHealthReadyAcrossDrain: /healthz and /readyz answer 200 while the
-// server runs; after SIGTERM /readyz answers 503 for -drain-delay (5 s,
-// ample for the checks below under load) while /healthz still answers 200
-// and echoes still work; then the server exits 0.
+// server runs; after SIGTERM /readyz answers 503 for -drain-delay while
+// /healthz still answers 200 and echoes still work; a second SIGTERM ends
+// the delay, and the server exits 0. The delay is 30 s, which the second
+// signal cuts short: with 5 s a stress run (two CPU hogs, two race-enabled
+// suites) got a reset on a GET made as the delay ran out.
 func TestHealthReadyAcrossDrain(t *testing.T) {
 	for _, api := range []string{"conn", "callback"} {
 		t.Run(api, func(t *testing.T) {
-			s := startServer(t, "-api", api, "-drain-delay", "5s")
+			s := startServer(t, "-api", api, "-drain-delay", "30s")
 			for _, p := range []string{"/healthz", "/readyz"} {
 				if code, body := get(t, s.metric, p); code != http.StatusOK {
 					t.Fatalf("GET %s before SIGTERM: %d %q, want 200", p, code, body)
@@ -65,7 +67,10 @@ func TestHealthReadyAcrossDrain(t *testing.T) {
 			if code, _ := get(t, s.metric, "/healthz"); code != http.StatusOK {
 				t.Errorf("/healthz while draining: %d, want 200", code)
 			}
-			echoMsgs(t, s.addr, 1, 3) // still serving during the drain delay
+			echoMsgs(t, s.addr, 1, 3)                                     // still serving during the drain delay
+			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil { // drain now
+				t.Fatal(err)
+			}
 			select {
 			case err := <-s.exited:
 				s.exited <- err
