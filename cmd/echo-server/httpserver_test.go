@@ -67,8 +67,9 @@ func TestHealthReadyAcrossDrain(t *testing.T) {
 			if code, _ := get(t, s.metric, "/healthz"); code != http.StatusOK {
 				t.Errorf("/healthz while draining: %d, want 200", code)
 			}
-			echoMsgs(t, s.addr, 1, 3)                                     // still serving during the drain delay
-			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil { // drain now
+			echoMsgs(t, s.addr, 1, 3) // still serving during the drain delay
+			// A second signal ends the delay: drain now.
+			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			select {
