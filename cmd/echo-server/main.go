@@ -117,6 +117,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	// Before anything listens: a SIGTERM that comes as soon as the port
+	// accepts (an orchestrator, a test) must drain, not kill the process
+	// by the signal's default action (a stress run: TestNoMetricsAddr's
+	// server died 22 ms after listening, "signal: terminated").
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	backend, err := uringrt.ParseBackend(o.backend)
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
@@ -202,8 +209,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		acceptLoop(ln, logger, o.bufSize)
 	}()
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	hs.draining.Store(true)
 	logger.Info("draining: /readyz answers 503", "signal", s.String(), "drain_delay", o.drainDelay, "shutdown_timeout", o.shutdownTimeout)
