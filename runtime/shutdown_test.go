@@ -19,10 +19,7 @@ func TestShutdownConnTrackedDuringDrain(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
 			rt := newRT(t, tier.cfg)
-			ln, err := rt.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := listenTCP(t, rt)
 			// A peer on Go's net for the connection dialed mid-drain; it
 			// never writes.
 			peer, err := net.Listen("tcp", "127.0.0.1:0")
