@@ -96,7 +96,11 @@ func (n *netFD) shutClose() bool {
 	}
 	// SO_LINGER set by a Dialer's or ListenConfig's Control hook (or
 	// inherited from the listener) is seen only here; MPTCP's shutdown is
-	// not TCP's.
+	// not TCP's. A socket known plain at creation skips asking, unless
+	// its listener was handed out raw since (SyscallConn, File).
+	if n.plainTCP && (n.ln == nil || !n.ln.fd.rawTouched.Load()) {
+		return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
+	}
 	if l, err := unix.GetsockoptLinger(n.fd, unix.SOL_SOCKET, unix.SO_LINGER); err != nil || l.Onoff != 0 {
 		return false
 	}
@@ -160,4 +164,28 @@ func (l *loop) closeFD(nfd *netFD) {
 		return
 	}
 	nfd.finalClose()
+}
+
+// plainTCPSocket reports whether fd (of family) is a TCP socket, not
+// MPTCP, with SO_LINGER off: two getsockopt(2), made once per listening
+// socket so that no Close of a connection accepted from it makes them.
+func plainTCPSocket(fd, family int) bool {
+	if family != unix.AF_INET && family != unix.AF_INET6 {
+		return false
+	}
+	if l, err := unix.GetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER); err != nil || l.Onoff != 0 {
+		return false
+	}
+	p, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	return err == nil && p == unix.IPPROTO_TCP
+}
+
+// plainDial reports whether a socket d dials for family is known plain
+// TCP without asking the kernel: not MPTCP, and no Control hook that may
+// have set SO_LINGER (SetLinger marks the conn rawTouched instead).
+func plainDial(d *Dialer, family int) bool {
+	if family != unix.AF_INET && family != unix.AF_INET6 {
+		return false
+	}
+	return d == nil || !(d.mptcp || d.Control != nil || d.ControlContext != nil)
 }

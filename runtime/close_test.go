@@ -3,6 +3,7 @@ package runtime
 // Close leaves nothing: goroutines, descriptors, spinning loops.
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -454,5 +455,55 @@ func TestConnCloseLingerFromControl(t *testing.T) {
 	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := peer.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("peer's read after Close with SO_LINGER 0: %v, want ECONNRESET", err)
+	}
+}
+
+// TestConnCloseLingerFromListener: SO_LINGER 0 on the listening socket,
+// set by its ListenConfig's Control hook or later through the listener's
+// SyscallConn, is inherited by every accepted socket (Linux copies it), so
+// an accepted conn's Close resets the peer as Go's net's does. Close skips
+// asking SO_LINGER for sockets known plain at Listen; these two are not.
+func TestConnCloseLingerFromListener(t *testing.T) {
+	setLinger0 := func(fd uintptr) {
+		unix.SetsockoptLinger(int(fd), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	}
+	for _, how := range []string{"control", "syscallconn"} {
+		t.Run(how, func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1})
+			lc := ListenConfig{Runtime: rt}
+			if how == "control" {
+				lc.Control = func(_, _ string, rc syscall.RawConn) error { return rc.Control(setLinger0) }
+			}
+			ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if how == "syscallconn" {
+				rc, err := ln.(syscall.Conn).SyscallConn()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.Control(setLinger0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			peer, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			c, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := peer.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("peer's read after Close with the listener's SO_LINGER 0: %v, want ECONNRESET", err)
+			}
+		})
 	}
 }

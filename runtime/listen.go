@@ -204,6 +204,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	l := rt.pickLoop()
 	n := newNetFD(rt, l, fd, family, network)
 	n.dialed = true
+	n.plainTCP = plainDial(d, family)
 	n.remot = a
 	rt.track(n)
 	err = unix.Connect(fd, sa)

@@ -157,6 +157,7 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	nfd.captureLocal()
 	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse), active: new(atomic.Int64)}
 	ln.prepareInherit()
+	ln.plainAccepts = plainTCPSocket(fd, family)
 	nfd.start(true)
 	rt.mu.Lock()
 	rt.listeners[ln] = struct{}{}

@@ -25,6 +25,10 @@ type listener struct {
 	// inherit: whether accepted sockets inherit the listener's TCP
 	// options (sockopt.go); inheritUnknown until the first accept
 	inherit atomic.Int32
+	// plainAccepts: the listening socket is TCP, not MPTCP, with SO_LINGER
+	// off after its Control hook (checked once by listenOn), so sockets
+	// accepted from it are too (Linux copies both into them); netFD.plainTCP.
+	plainAccepts bool
 
 	serveMu sync.Mutex // guards h, served and closed against Serve/Close
 	closed  bool
@@ -52,7 +56,7 @@ func (ln *listener) Accept() (net.Conn, error) {
 		var errno syscall.Errno
 		err := fd.rawIO(false, func(sysfd int) rawResult {
 			var err error
-			nfd, rsa, err = unix.Accept4(sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			nfd, rsa, err = accept4(sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 			switch err {
 			case nil:
 			case syscall.EAGAIN:
@@ -90,7 +94,7 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 	}
 	if rsa == nil {
 		var err error
-		if rsa, err = unix.Getpeername(fd); err != nil {
+		if rsa, err = getpeername(fd); err != nil {
 			ln.active.Add(-1)
 			unix.Close(fd)
 			return nil, false
@@ -106,6 +110,7 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 		n = newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
 	}
 	n.ln = ln
+	n.plainTCP = ln.plainAccepts
 	n.remot = sockaddrToAddr(ln.fd.net, rsa)
 	n.local = ln.acceptedLocal(fd)
 	ln.rt.track(n)
@@ -127,7 +132,7 @@ func (ln *listener) acceptedLocal(fd int) net.Addr {
 	case *net.UnixAddr:
 		return a
 	}
-	if sa, err := unix.Getsockname(fd); err == nil {
+	if sa, err := getsockname(fd); err == nil {
 		return sockaddrToAddr(ln.fd.net, sa)
 	}
 	return nil

@@ -43,6 +43,11 @@ type netFD struct {
 	// used, so Close must not shut the socket down early (shutClose): the
 	// user may have set SO_LINGER or hold a duplicate of the socket.
 	rawTouched atomic.Bool
+	// plainTCP: known at creation to be a TCP (not MPTCP) socket whose
+	// SO_LINGER is off (dialed with no Control hook, or accepted from a
+	// listener checked once at Listen), so shutClose need not ask with
+	// two getsockopt(2) per Close. False: it asks.
+	plainTCP bool
 
 	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
 
@@ -141,7 +146,7 @@ func (n *netFD) decref() { n.refs.Add(-1) }
 // accepted): it stays valid for the connection's life and after Close,
 // when the descriptor number may already name another socket.
 func (n *netFD) captureLocal() {
-	if sa, err := unix.Getsockname(n.fd); err == nil {
+	if sa, err := getsockname(n.fd); err == nil {
 		n.local = sockaddrToAddr(n.net, sa)
 	}
 }
@@ -153,7 +158,7 @@ func (n *netFD) laddr() net.Addr {
 	n.addrMu.Lock()
 	defer n.addrMu.Unlock()
 	if n.local == nil && n.incref() {
-		if sa, err := unix.Getsockname(n.fd); err == nil {
+		if sa, err := getsockname(n.fd); err == nil {
 			n.local = sockaddrToAddr(n.net, sa)
 		}
 		n.decref()
