@@ -6,6 +6,9 @@
 #   scripts/bench-http.sh                       # all workloads, 3 rounds, 5 s each
 #   WORKLOADS="http-ka resp" ROUNDS=5 DUR=10 scripts/bench-http.sh
 #   BACKENDS="std uring uring-sched" WORKLOADS=h2 scripts/bench-http.sh
+#   BACKENDS="std uring:/tmp/old/bin uring" scripts/bench-http.sh   # A/B: /tmp/old/bin
+#       holds http-server and resp-server built at another commit (a
+#       previous run's $OUT/bin will do)
 #
 # Workloads (client pinned to CPU 1, server to CPU 0 with GOMAXPROCS=1 and
 # one uringrt loop):
@@ -88,10 +91,14 @@ run_client() {
 for w in $WORKLOADS; do
 	for r in $(seq "$ROUNDS"); do
 		for b in $BACKENDS; do
+			# b is a backend name, or NAME:DIR for the binaries built in
+			# DIR (another commit's, for an A/B of uringrt against itself)
+			bk=${b%%:*} bin=$OUT/bin
+			[[ $b == *:* ]] && bin=${b#*:}
 			case $w in
-			resp) cmd=("$OUT/bin/resp-server" -addr 127.0.0.1:$PORT -backend $b) ;;
-			h2) cmd=("$OUT/bin/http-server" -addr 127.0.0.1:$PORT -backend $b -tls) ;;
-			*) cmd=("$OUT/bin/http-server" -addr 127.0.0.1:$PORT -backend $b) ;;
+			resp) cmd=("$bin/resp-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
+			h2) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk -tls) ;;
+			*) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
 			esac
 			GOMAXPROCS=1 taskset -c 0 "${cmd[@]}" 2>>"$OUT/servers.log" &
 			SPID=$!
