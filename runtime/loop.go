@@ -29,21 +29,24 @@ type loop struct {
 	posted   atomic.Bool // queue is non-empty (read by the idle poll)
 
 	// loop-owned from here on
-	spare       []request
-	slots       []*op
-	free        []uint32
-	inflight    int
-	cqes        []netpoll.CQE
-	wakes       []*pollDesc
-	opWakes     []*op
-	dirty       []*CallbackConn
-	bufRing     *netpoll.BufRing
-	bundles     bool                // callback recvs take bundles (op_cb.go)
-	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
-	wakeOp      op
-	files       *netpoll.FileTable // registered files, nil without them
-	stopping    bool
-	batchAvg16  int   // EWMA of CQEs per wake-up, in sixteenths
+	spare      []request
+	slots      []*op
+	free       []uint32
+	inflight   int
+	cqes       []netpoll.CQE
+	wakes      []*pollDesc
+	opWakes    []*op
+	dirty      []*CallbackConn
+	bufRing    *netpoll.BufRing
+	bundles    bool                // callback recvs take bundles (op_cb.go)
+	bundleBufs []netpoll.BundleBuf // scratch: one bundle CQE's buffers
+	wakeOp     op
+	files      *netpoll.FileTable // registered files, nil without them
+	stopping   bool
+	batchAvg16 int // EWMA of CQEs per wake-up, in sixteenths
+	// runq and handedOff: loop_yield.go (goroutines stranded on the P)
+	runq        *runnableProbe
+	handedOff   bool
 	holdPMissed bool  // the last wait kept the P (DedicatedLoops) and timed out empty
 	waitedEmpty bool  // the last wait ended with no CQE: skip the idle poll
 	polls       int   // armed polls (parked net.Conn readers and writers)
@@ -79,6 +82,7 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 	go func() {
 		if !goWait {
 			goruntime.LockOSThread() // never unlocked: the thread exits with the loop
+			l.runq = newRunnableProbe()
 		}
 		if err := l.setup(goWait); err != nil {
 			errc <- err
@@ -209,8 +213,12 @@ func (l *loop) run() {
 		} else if holdP {
 			_, err = l.ring.SubmitAndWaitHoldP(minC, min(timeout, holdPWaitCap), minWait)
 		} else {
+			if minC > 0 && l.yieldStranded() && (l.posted.Load() || l.ring.CQReady() > 0) {
+				minC = 0 // work came while the loop yielded: flush, do not sleep
+			}
 			_, err = l.ring.SubmitAndWait(minC, timeout, minWait)
 		}
+		l.handedOff = false
 		if err != nil {
 			l.enterError(err)
 		}
@@ -235,6 +243,7 @@ func (l *loop) run() {
 			l.publish(n)
 		}
 		if l.flushWakes() {
+			l.handedOff = true
 			// Let the goroutines this batch released run before the loop
 			// blocks in the kernel again.
 			goruntime.Gosched()

@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	goruntime "runtime"
+	"runtime/metrics"
+)
+
+// Stranded goroutines: a locked loop that woke goroutines yields its P
+// (Gosched) so they run on another thread, and gets the P back when that
+// thread's scheduler picks the loop's goroutine from the global run queue,
+// which it may do while goroutines are still queued on the P: with a
+// server like HTTP/2, where a woken frame reader wakes the serve loop,
+// which starts a handler, which wakes a writer, there usually are. The
+// loop then blocks in io_uring_enter holding the P in its system call, and
+// those goroutines wait until sysmon takes the P back (20 us to 10 ms
+// later) while the CPU idles: under h2load, net/http over TLS on the locked
+// loop left a third of the CPU idle (BENCHMARKS.md, session 7).
+//
+// So before a blocking wait that follows such a hand-off, the loop asks the
+// scheduler whether any goroutine is runnable (runtime/metrics'
+// /sched/goroutines/runnable, Go 1.26+: the Ps' run queues read under the
+// scheduler lock, no allocation) and, if so, yields once more. Once, not
+// until none is left: each yield is two thread switches, and with 1000
+// echo connections up to four yields cost 8 % of net.Conn's msgs/s where
+// one costs nothing measurable (while taking HTTP/2 from 0.74x to 0.90x Go
+// net's requests/s; four took it to 0.96-0.99x). Only with GOMAXPROCS 1:
+// with more Ps an idle one steals queued goroutines itself, and a count
+// that includes other Ps' queues would make the loop yield for work it
+// cannot help.
+
+// runnableProbe reads the number of runnable goroutines.
+type runnableProbe struct {
+	s []metrics.Sample
+}
+
+// newRunnableProbe returns nil on a Go without the metric (the loop then
+// never yields for it).
+func newRunnableProbe() *runnableProbe {
+	p := &runnableProbe{s: []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}}
+	metrics.Read(p.s)
+	if p.s[0].Value.Kind() != metrics.KindUint64 {
+		return nil
+	}
+	return p
+}
+
+// runnable reports whether any goroutine is runnable (queued, not running).
+func (p *runnableProbe) runnable() bool {
+	metrics.Read(p.s)
+	return p.s[0].Value.Uint64() > 0
+}
+
+// yieldStranded yields the loop's P once if the loop got it back from a
+// hand-off (handedOff) with goroutines still runnable, before it blocks in
+// the kernel; it reports whether it yielded (the caller then re-checks for
+// requests and CQEs that came meanwhile).
+func (l *loop) yieldStranded() bool {
+	if l.runq == nil || !l.handedOff || goruntime.GOMAXPROCS(0) != 1 || !l.runq.runnable() {
+		return false
+	}
+	goruntime.Gosched()
+	return true
+}
