@@ -88,6 +88,8 @@
 //	loop.go        the loop's iteration: drain the queue, prep, one enter,
 //	               reap (the one place completions run), wake the batch
 //	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
+//	loop_yield.go  a yield before blocking when goroutines are still
+//	               runnable on the P the loop got back (GOMAXPROCS 1)
 //	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
 //	               of io_uring_enter, the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
@@ -121,6 +123,7 @@
 //	               writes, RawConn, splice ends) and SyscallConn;
 //	               sockopt.go keep-alive and socket options (sockopt_inherit.go:
 //	               set once on a listener, inherited by accepted sockets)
+//	sockaddr.go    accept4, getsockname, getpeername: one syscall each
 //	listen.go      Listen; listener.go the listener and Accept;
 //	               listenconfig.go ListenConfig; listen_reuse.go the
 //	               SO_REUSEPORT group (a socket per loop)
