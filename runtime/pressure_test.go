@@ -301,6 +301,13 @@ func TestBurstConnAPISQFull(t *testing.T) {
 			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Registerer: reg})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
+			// Whether the burst itself fills the SQ depends on how far
+			// the loop falls behind (under PollHybrid an unraced run on
+			// an idle machine often keeps up: 1 run in 7 of the full
+			// suite). Fill it for certain as well: hold the loop, close
+			// 64 conns (each posts a cancel of its poll), release.
+			fillSQByCloses(t, rt, ln.Addr().String(), 64)
+			relBurstEcho(t, ln.Addr().String(), 20, 16<<10) // the loop still echoes, intact
 			sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
 			t.Logf("SQ full %v, CQ overflows %v", sqFull, relMetricSum(t, reg, "uringrt_cq_overflows_total"))
 			if sqFull == 0 {
@@ -308,4 +315,58 @@ func TestBurstConnAPISQFull(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fillSQByCloses fills rt's first loop's SQ deterministically: it dials n
+// conns to addr through rt, parks a Read on each, holds the loop in a request, closes them all
+// (a TCP conn with nothing unread shuts down and posts its close without
+// waiting for the loop), then releases the loop, which prepares one cancel
+// SQE per conn in a single drain: with an SQ smaller than n, GetSQE finds
+// it full and the loop submits and goes on.
+func fillSQByCloses(t *testing.T, rt *Runtime, addr string, n int) {
+	t.Helper()
+	cs := make([]net.Conn, n)
+	for i := range cs {
+		c, err := rt.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs[i] = c
+	}
+	l := rt.loops[0]
+	// A Read parked on each conn, so each has an op in flight to cancel
+	// at Close (PollHybrid's poll is armed at start anyway; PollRing arms
+	// a recv only for a waiting Read).
+	var readers sync.WaitGroup
+	for _, c := range cs {
+		readers.Add(1)
+		go func() { defer readers.Done(); c.Read(make([]byte, 1)) }()
+	}
+	defer readers.Wait()
+	for deadline := time.Now().Add(time.Second); ; {
+		got := make(chan int, 1)
+		l.post(request{kind: reqFunc, fn: func() { got <- l.inflight }})
+		if <-got >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	l.post(request{kind: reqFunc, fn: func() { close(held); <-release }})
+	<-held
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Close() }()
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+		// Under PollRing a Close waits for its parked Read to leave,
+		// which takes the loop; its cancel is queued already. Release.
+	}
+	close(release)
+	<-closed
 }
