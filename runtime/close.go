@@ -101,10 +101,7 @@ func (n *netFD) shutClose() bool {
 	if n.plainTCP && (n.ln == nil || !n.ln.fd.rawTouched.Load()) {
 		return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
 	}
-	if l, err := unix.GetsockoptLinger(n.fd, unix.SOL_SOCKET, unix.SO_LINGER); err != nil || l.Onoff != 0 {
-		return false
-	}
-	if p, err := unix.GetsockoptInt(n.fd, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || p != unix.IPPROTO_TCP {
+	if !plainTCPSocket(n.fd, n.family) {
 		return false
 	}
 	return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil

@@ -29,29 +29,28 @@ type loop struct {
 	posted   atomic.Bool // queue is non-empty (read by the idle poll)
 
 	// loop-owned from here on
-	spare      []request
-	slots      []*op
-	free       []uint32
-	inflight   int
-	cqes       []netpoll.CQE
-	wakes      []*pollDesc
-	opWakes    []*op
-	dirty      []*CallbackConn
-	bufRing    *netpoll.BufRing
-	bundles    bool                // callback recvs take bundles (op_cb.go)
-	bundleBufs []netpoll.BundleBuf // scratch: one bundle CQE's buffers
-	wakeOp     op
-	files      *netpoll.FileTable // registered files, nil without them
-	stopping   bool
-	batchAvg16 int // EWMA of CQEs per wake-up, in sixteenths
-	// runq and handedOff: loop_yield.go (goroutines stranded on the P)
-	runq        *runnableProbe
-	handedOff   bool
-	holdPMissed bool  // the last wait kept the P (DedicatedLoops) and timed out empty
-	waitedEmpty bool  // the last wait ended with no CQE: skip the idle poll
-	polls       int   // armed polls (parked net.Conn readers and writers)
-	closing     int   // fds waiting for their ops' CQEs before close(2)
-	recancel    []*op // cancels to send again (the last one failed)
+	spare       []request
+	slots       []*op
+	free        []uint32
+	inflight    int
+	cqes        []netpoll.CQE
+	wakes       []*pollDesc
+	opWakes     []*op
+	dirty       []*CallbackConn
+	bufRing     *netpoll.BufRing
+	bundles     bool                // callback recvs take bundles (op_cb.go)
+	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
+	wakeOp      op
+	files       *netpoll.FileTable // registered files, nil without them
+	stopping    bool
+	batchAvg16  int            // EWMA of CQEs per wake-up, in sixteenths
+	holdPMissed bool           // the last wait kept the P (DedicatedLoops) and timed out empty
+	waitedEmpty bool           // the last wait ended with no CQE: skip the idle poll
+	polls       int            // armed polls (parked net.Conn readers and writers)
+	handedOff   bool           // the last batch yielded the P (loop_yield.go)
+	runq        *runnableProbe // nil: never yield for stranded goroutines
+	closing     int            // fds waiting for their ops' CQEs before close(2)
+	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
 	stashBuf    []netpoll.CQE
