@@ -1,7 +1,9 @@
 package netpoll
 
 import (
+	"errors"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,4 +198,56 @@ func deferTaskrunRecv(t *testing.T, ud uint64) (*Ring, int) {
 	t.Cleanup(func() { runtime.KeepAlive(buf) })
 	r.GetSQE().SetUserData(ud).PrepRecv(b, buf, 0)
 	return r, a
+}
+
+// TestSubmitAndWaitSubmitsBeforeSleeping: a wait with SQEs to submit first
+// submits them (and runs the task_work they make) in an enter that does not
+// sleep, and sleeps only if that left fewer than min_complete CQEs. Both
+// halves keep SubmitAndWait's contract: enough CQEs from the submission
+// end the call at once, too few make it wait out its timeout, and the
+// SINGLE_ISSUER check still answers EEXIST on the submitting enter.
+func TestSubmitAndWaitSubmitsBeforeSleeping(t *testing.T) {
+	r, _ := deferTaskrunRecv(t, 1) // a recv that never completes
+	var cqes [8]CQE
+	for i := 0; i < 4; i++ {
+		r.GetSQE().SetUserData(uint64(10 + i)).PrepNop()
+	}
+	before := r.Stats()
+	start := time.Now()
+	if _, err := r.SubmitAndWait(4, 5*time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	el := time.Since(start)
+	st := r.Stats()
+	if n, _ := r.Reap(cqes[:]); n != 4 || el > time.Second {
+		t.Fatalf("4 NOPs and a pending recv, waiting for 4: reaped %d after %v", n, el)
+	}
+	if got := st.SQEsSubmitted - before.SQEsSubmitted; got != 5 {
+		t.Fatalf("submitted %d SQEs, want 5", got)
+	}
+	if got := st.Enters - before.Enters; got != 1 {
+		t.Errorf("%d enters for a wait its submission satisfied, want 1 (no sleeping enter)", got)
+	}
+
+	r.GetSQE().SetUserData(20).PrepNop()
+	start = time.Now()
+	if _, err := r.SubmitAndWait(2, 40*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	el = time.Since(start)
+	if n, _ := r.Reap(cqes[:]); n != 1 || el < 35*time.Millisecond || el > 2*time.Second {
+		t.Fatalf("a NOP and a pending recv, waiting for 2 for 40ms: reaped %d after %v", n, el)
+	}
+
+	// SQEs queued on a SINGLE_ISSUER ring by another thread.
+	r.GetSQE().SetUserData(30).PrepNop()
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread() // a new thread, never reused
+		_, err := r.SubmitAndWait(1, 10*time.Millisecond, 0)
+		errc <- err
+	}()
+	if err := <-errc; !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("submitting wait from another thread: err = %v, want EEXIST", err)
+	}
 }

@@ -32,6 +32,11 @@ func (r *Ring) Submit() (int, error) {
 // ignored. With minComplete 0 it only submits (and, with GETEVENTS skipped,
 // returns at once).
 //
+// When there are SQEs to submit (at most SetRawSubmitMax of them) or
+// task_work pending, SubmitAndWait first submits them and runs the
+// task_work in up to 4 enters that do not sleep, and waits in a further
+// one only if fewer than minComplete CQEs are ready by then.
+//
 // It returns how many SQEs were submitted. EINTR is retried (the wait starts
 // again with the whole timeout). EAGAIN and EBUSY come back as *Error for the caller to reap
 // CQEs and retry; EEXIST means the ring has SINGLE_ISSUER and the calling
@@ -86,6 +91,32 @@ func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration,
 		flags |= enterExtArg
 	}
 	submitted := 0
+	for i := 0; minComplete > 0 && !holdP && r.flags&SetupSQPoll == 0 && i < preWaitFlushes &&
+		(toSubmit > 0 || r.cqNeedsEnter()) && toSubmit <= r.rawMax; i++ {
+		// Submit and run the pending task_work first, in enters that do
+		// not sleep (min_complete 0; the kernel runs at most 20 task_work
+		// items per such enter, IO_LOCAL_TW_DEFAULT_MAX) and so are raw
+		// system calls (see enter), and wait only if that left fewer
+		// than minComplete CQEs.
+		n, errno := r.enter(toSubmit, 0, enterGetEvents|r.enterFlg, nil, 0, false)
+		if n > 0 {
+			submitted += n
+			r.stat.SQEsSubmitted += uint64(n)
+			toSubmit -= uint32(n)
+		}
+		switch errno {
+		case 0, syscall.EINTR:
+		case syscall.EEXIST:
+			e := newError("io_uring_enter", errno)
+			e.Detail = "SINGLE_ISSUER ring entered from a thread other than its submitter"
+			return submitted, e
+		default: // EAGAIN, EBUSY: the caller reaps and retries
+			return submitted, newError("io_uring_enter", errno)
+		}
+		if r.CQReady() >= minComplete {
+			return submitted, nil
+		}
+	}
 	for {
 		n, errno := r.enter(toSubmit, minComplete, flags|r.enterFlg, argp, argSz, holdP)
 		if n > 0 {
@@ -138,18 +169,40 @@ func (r *Ring) CQPending() bool {
 	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
 }
 
-// rawSubmitMax is the most SQEs an enter submits as a raw system call.
-const rawSubmitMax = 64
+// preWaitFlushes bounds the enters a wait makes before it sleeps.
+const preWaitFlushes = 4
+
+// DefaultRawSubmitMax is a new Ring's SetRawSubmitMax: 64 SQEs.
+const DefaultRawSubmitMax = 64
+
+// SetRawSubmitMax sets the most SQEs (n >= 0) an enter that cannot sleep
+// submits as a raw system call (RawSyscall6, which keeps the calling
+// goroutine's P); an enter submitting more goes through Syscall6, where
+// Go's scheduler may give the P to another thread while the kernel works.
+// A wait (SubmitAndWait with minComplete > 0) whose SQEs are within the
+// limit submits them first in such a raw enter and sleeps in a second one
+// only if the first left fewer than minComplete CQEs.
+//
+// What the limit trades: the time an enter takes submitting SQEs is the
+// calling thread's CPU work (the kernel sends a batch of SENDs, arms
+// polls, runs task_work), not a sleep. If no other goroutine needs the P,
+// a hand-off only lets sysmon retake it after 20 µs and wake an idle
+// thread that finds nothing to run, and resets sysmon to its 20 µs tick:
+// at 1000 connections that made most of the callback API's context
+// switches, and a loop with 10 busy connections (whose waits asked for one
+// CQE) paid it on every iteration (BENCHMARKS.md, session 8). If other
+// goroutines are runnable on that P (parked net.Conn readers the loop just
+// woke), the hand-off lets them run during a long submission.
+func (r *Ring) SetRawSubmitMax(n uint32) { r.rawMax = n }
 
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr, holdP bool) (int, syscall.Errno) {
 	r.stat.Enters++
 	var n uintptr
 	var errno syscall.Errno
-	if (flags&enterGetEvents == 0 || minComplete == 0 || holdP) && toSubmit <= rawSubmitMax {
-		// Submit only, or flush without waiting (it never sleeps), or a
-		// wait that keeps the P: skip the scheduler hand-off. A large
-		// submission can take milliseconds, so it goes through Syscall6,
-		// where Go's scheduler can take the P back meanwhile.
+	if (flags&enterGetEvents == 0 || minComplete == 0 || holdP) && toSubmit <= r.rawMax {
+		// Submit only, or a flush without waiting (it never sleeps), or
+		// a wait that keeps the P: skip the scheduler hand-off
+		// (SetRawSubmitMax says when that pays).
 		n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)
 	} else {
 		n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFD), uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSz)

@@ -46,6 +46,9 @@ type Ring struct {
 	flags    SetupFlags
 	features FeatureFlags
 	closed   bool
+	// rawMax is the most SQEs an enter submits as a raw system call
+	// (SetRawSubmitMax).
+	rawMax uint32
 
 	// SQ
 	sqHead    *uint32
@@ -160,7 +163,7 @@ func setup(p Params, flags SetupFlags) (*Ring, *Error) {
 		}
 		return nil, e
 	}
-	r := &Ring{fd: int(fd), enterFD: int(fd), flags: SetupFlags(prm.flags), features: FeatureFlags(prm.features)}
+	r := &Ring{fd: int(fd), enterFD: int(fd), flags: SetupFlags(prm.flags), features: FeatureFlags(prm.features), rawMax: DefaultRawSubmitMax}
 	if err := r.mmap(&prm); err != nil {
 		unix.Close(int(fd))
 		return nil, err

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"math"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -203,6 +204,7 @@ func (l *loop) run() {
 			}
 		}
 		holdP := l.gw == nil && minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
+		l.setRawSubmit()
 		var err error
 		if minC > 0 && len(l.recancel) > 0 {
 			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
@@ -247,6 +249,23 @@ func (l *loop) run() {
 			// blocks in the kernel again.
 			goruntime.Gosched()
 		}
+	}
+}
+
+// setRawSubmit chooses how large a submission may be made as a raw system
+// call that keeps the loop's P (netpoll Ring.SetRawSubmitMax). A ring of
+// mostly parked net.Conn readers keeps netpoll's default (64 SQEs): the
+// goroutines the last batch woke may still be runnable on the P, and a
+// long submission lets them run meanwhile (without it net.Conn echo at
+// 1000 connections lost 4 % of its msgs/s). Otherwise nothing waits for
+// the P and every submission is raw: the callback API with 10 connections
+// then never sleeps between batches (1.28x msgs/s at 0.78x CPU per
+// message, BENCHMARKS.md session 8).
+func (l *loop) setRawSubmit() {
+	if 2*l.polls > l.inflight {
+		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
+	} else {
+		l.ring.SetRawSubmitMax(math.MaxUint32)
 	}
 }
 
