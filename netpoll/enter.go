@@ -197,6 +197,9 @@ func (r *Ring) SetRawSubmitMax(n uint32) { r.rawMax = n }
 
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr, holdP bool) (int, syscall.Errno) {
 	r.stat.Enters++
+	if flags&enterGetEvents != 0 && minComplete > 0 {
+		r.stat.Waits++
+	}
 	var n uintptr
 	var errno syscall.Errno
 	if (flags&enterGetEvents == 0 || minComplete == 0 || holdP) && toSubmit <= r.rawMax {

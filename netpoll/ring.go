@@ -85,6 +85,7 @@ type Stats struct {
 	CQOverflows   uint64 // times the kernel flagged IORING_SQ_CQ_OVERFLOW (flushed, nothing lost with FEAT_NODROP)
 	SQFull        uint64 // GetSQE calls that found no free SQE
 	Timeouts      uint64 // waits that ended with ETIME
+	Waits         uint64 // enters that could sleep: GETEVENTS with min_complete > 0
 }
 
 // New sets up a ring with io_uring_setup(2) and maps its SQ, CQ and SQE

@@ -50,6 +50,7 @@ type loop struct {
 	polls       int            // armed polls (parked net.Conn readers and writers)
 	handedOff   bool           // the last batch yielded the P (loop_yield.go)
 	runq        *runnableProbe // nil: never yield for stranded goroutines
+	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
@@ -205,6 +206,7 @@ func (l *loop) run() {
 		}
 		holdP := l.gw == nil && minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
 		l.setRawSubmit()
+		waits := l.ring.Stats().Waits
 		var err error
 		if minC > 0 && len(l.recancel) > 0 {
 			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
@@ -248,6 +250,9 @@ func (l *loop) run() {
 			// Let the goroutines this batch released run before the loop
 			// blocks in the kernel again.
 			goruntime.Gosched()
+			l.lastYield = time.Now()
+		} else {
+			l.yieldFair(l.ring.Stats().Waits != waits && !holdP)
 		}
 	}
 }
