@@ -24,6 +24,13 @@
 // when that thread enters with GETEVENTS: a wait for minComplete CQEs then
 // runs the batch of task_work and wakes the thread once.
 //
+// Go's scheduler: an enter that cannot sleep (a submission, a flush with
+// minComplete 0) is a raw system call that keeps the goroutine's P; only a
+// wait that can sleep goes through Syscall6, where sysmon may hand the P to
+// another thread. SubmitAndWait therefore submits first and sleeps in a
+// second enter only if the CQEs it needs are not ready (SetRawSubmitMax
+// bounds how large a raw submission may be).
+//
 // Memory: the kernel reads or writes the memory an SQE points at until the
 // CQE arrives. Go's heap does not move objects, so a buffer stays valid while
 // the caller keeps a reference to it; callers (uringrt's runtime) hold every

@@ -89,7 +89,8 @@
 //	               reap (the one place completions run), wake the batch
 //	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
 //	loop_yield.go  a yield before blocking when goroutines are still
-//	               runnable on the P the loop got back (GOMAXPROCS 1)
+//	               runnable on the P the loop got back (GOMAXPROCS 1), and
+//	               one every 500 us of held P under sustained load
 //	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
 //	               of io_uring_enter, the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
