@@ -91,30 +91,11 @@ func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration,
 		flags |= enterExtArg
 	}
 	submitted := 0
-	for i := 0; minComplete > 0 && !holdP && r.flags&SetupSQPoll == 0 && i < preWaitFlushes &&
-		(toSubmit > 0 || r.cqNeedsEnter()) && toSubmit <= r.rawMax; i++ {
-		// Submit and run the pending task_work first, in enters that do
-		// not sleep (min_complete 0; the kernel runs at most 20 task_work
-		// items per such enter, IO_LOCAL_TW_DEFAULT_MAX) and so are raw
-		// system calls (see enter), and wait only if that left fewer
-		// than minComplete CQEs.
-		n, errno := r.enter(toSubmit, 0, enterGetEvents|r.enterFlg, nil, 0, false)
-		if n > 0 {
-			submitted += n
-			r.stat.SQEsSubmitted += uint64(n)
-			toSubmit -= uint32(n)
-		}
-		switch errno {
-		case 0, syscall.EINTR:
-		case syscall.EEXIST:
-			e := newError("io_uring_enter", errno)
-			e.Detail = "SINGLE_ISSUER ring entered from a thread other than its submitter"
-			return submitted, e
-		default: // EAGAIN, EBUSY: the caller reaps and retries
-			return submitted, newError("io_uring_enter", errno)
-		}
-		if r.CQReady() >= minComplete {
-			return submitted, nil
+	if minComplete > 0 && !holdP && r.flags&SetupSQPoll == 0 {
+		n, done, err := r.flushBeforeWait(toSubmit, minComplete)
+		submitted, toSubmit = n, toSubmit-uint32(n)
+		if done || err != nil {
+			return submitted, err
 		}
 	}
 	for {
@@ -135,14 +116,43 @@ func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration,
 		case syscall.ETIME:
 			r.stat.Timeouts++
 			return submitted, nil
-		case syscall.EEXIST:
-			e := newError("io_uring_enter", errno)
-			e.Detail = "SINGLE_ISSUER ring entered from a thread other than its submitter"
-			return submitted, e
 		default:
-			return submitted, newError("io_uring_enter", errno)
+			return submitted, enterErr(errno)
 		}
 	}
+}
+
+// flushBeforeWait submits a wait's SQEs (at most rawMax of them) and runs
+// the pending task_work first, in up to preWaitFlushes enters that do not
+// sleep (min_complete 0; the kernel runs at most 20 task_work items per
+// such enter, IO_LOCAL_TW_DEFAULT_MAX) and so are raw system calls (see
+// enter). It returns the SQEs submitted and whether minComplete CQEs are
+// ready, so that the wait need not sleep.
+func (r *Ring) flushBeforeWait(toSubmit, minComplete uint32) (submitted int, done bool, err error) {
+	for i := 0; i < preWaitFlushes && (toSubmit > 0 || r.cqNeedsEnter()) && toSubmit <= r.rawMax; i++ {
+		n, errno := r.enter(toSubmit, 0, enterGetEvents|r.enterFlg, nil, 0, false)
+		if n > 0 {
+			submitted += n
+			r.stat.SQEsSubmitted += uint64(n)
+			toSubmit -= uint32(n)
+		}
+		if errno != 0 && errno != syscall.EINTR {
+			return submitted, false, enterErr(errno) // EAGAIN, EBUSY: the caller reaps and retries
+		}
+		if r.CQReady() >= minComplete {
+			return submitted, true, nil
+		}
+	}
+	return submitted, false, nil
+}
+
+// enterErr is the *Error of a failed io_uring_enter.
+func enterErr(errno syscall.Errno) error {
+	e := newError("io_uring_enter", errno)
+	if errno == syscall.EEXIST {
+		e.Detail = "SINGLE_ISSUER ring entered from a thread other than its submitter"
+	}
+	return e
 }
 
 // cqNeedsEnter reports whether the kernel holds completions that only an
