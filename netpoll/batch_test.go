@@ -243,7 +243,7 @@ func TestSubmitAndWaitSubmitsBeforeSleeping(t *testing.T) {
 	r.GetSQE().SetUserData(30).PrepNop()
 	errc := make(chan error)
 	go func() {
-		runtime.LockOSThread() // a new thread, never reused
+		runtime.LockOSThread() // not the ring's thread: the test's goroutine holds that one
 		_, err := r.SubmitAndWait(1, 10*time.Millisecond, 0)
 		errc <- err
 	}()

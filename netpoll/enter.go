@@ -33,9 +33,11 @@ func (r *Ring) Submit() (int, error) {
 // returns at once).
 //
 // When there are SQEs to submit (at most SetRawSubmitMax of them) or
-// task_work pending, SubmitAndWait first submits them and runs the
-// task_work in up to 4 enters that do not sleep, and waits in a further
-// one only if fewer than minComplete CQEs are ready by then.
+// task_work pending, SubmitAndWait (on a ring without SQPOLL) first submits
+// them and runs the task_work in up to 4 enters that do not sleep, and
+// waits in a further one only if fewer than minComplete CQEs are ready by
+// then; that wait then submits nothing, so its timeout counts in
+// Stats.Timeouts and an EINTR restarts it.
 //
 // It returns how many SQEs were submitted. EINTR is retried (the wait starts
 // again with the whole timeout). EAGAIN and EBUSY come back as *Error for the caller to reap
@@ -124,12 +126,12 @@ func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration,
 
 // flushBeforeWait submits a wait's SQEs (at most rawMax of them) and runs
 // the pending task_work first, in up to preWaitFlushes enters that do not
-// sleep (min_complete 0; the kernel runs at most 20 task_work items per
-// such enter, IO_LOCAL_TW_DEFAULT_MAX) and so are raw system calls (see
-// enter). It returns the SQEs submitted and whether minComplete CQEs are
+// sleep (min_complete 0; since Linux 6.13 the kernel runs a bounded number
+// of task_work items per such enter, IO_LOCAL_TW_DEFAULT_MAX, 20) and so
+// are raw system calls (see enter). It returns the SQEs submitted and whether minComplete CQEs are
 // ready, so that the wait need not sleep.
 func (r *Ring) flushBeforeWait(toSubmit, minComplete uint32) (submitted int, done bool, err error) {
-	for i := 0; i < preWaitFlushes && (toSubmit > 0 || r.cqNeedsEnter()) && toSubmit <= r.rawMax; i++ {
+	for i := 0; i < preWaitFlushes && (toSubmit > 0 || r.cqFlagged()) && toSubmit <= r.rawMax; i++ {
 		n, errno := r.enter(toSubmit, 0, enterGetEvents|r.enterFlg, nil, 0, false)
 		if n > 0 {
 			submitted += n
@@ -167,6 +169,12 @@ func (r *Ring) cqNeedsEnter() bool {
 	return f&sqTaskrun != 0
 }
 
+// cqFlagged is cqNeedsEnter without counting an overflow (a wait asks it
+// up to preWaitFlushes times).
+func (r *Ring) cqFlagged() bool {
+	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
+}
+
 // CQPending reports, without a syscall, whether the loop has anything to reap:
 // CQEs in the CQ, or completions the kernel holds until the next enter with
 // GETEVENTS (deferred task_work flagged by IORING_SQ_TASKRUN, which needs
@@ -176,7 +184,7 @@ func (r *Ring) CQPending() bool {
 	if atomic.LoadUint32(r.cqTail) != *r.cqHead {
 		return true
 	}
-	return atomic.LoadUint32(r.sqFlags)&(sqTaskrun|sqCQOverflow) != 0
+	return r.cqFlagged()
 }
 
 // preWaitFlushes bounds the enters a wait makes before it sleeps.
@@ -190,8 +198,10 @@ const DefaultRawSubmitMax = 64
 // goroutine's P); an enter submitting more goes through Syscall6, where
 // Go's scheduler may give the P to another thread while the kernel works.
 // A wait (SubmitAndWait with minComplete > 0) whose SQEs are within the
-// limit submits them first in such a raw enter and sleeps in a second one
-// only if the first left fewer than minComplete CQEs.
+// limit submits them first in up to 4 such raw enters and sleeps in a
+// further one only if they left fewer than minComplete CQEs. While a raw
+// enter runs, its goroutine counts as running: a GC stop-the-world waits
+// for it, so keep n to what the kernel submits in about a millisecond.
 //
 // What the limit trades: the time an enter takes submitting SQEs is the
 // calling thread's CPU work (the kernel sends a batch of SENDs, arms

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"math"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -207,6 +206,10 @@ func (l *loop) run() {
 		holdP := l.gw == nil && minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight
 		l.setRawSubmit()
 		waits := l.ring.Stats().Waits
+		var waitStart time.Time
+		if l.runq != nil {
+			waitStart = time.Now()
+		}
 		var err error
 		if minC > 0 && len(l.recancel) > 0 {
 			timeout, minWait = min(timeout, cancelRetryGap), 0 // cancels to resend soon
@@ -252,7 +255,7 @@ func (l *loop) run() {
 			goruntime.Gosched()
 			l.lastYield = time.Now()
 		} else {
-			l.yieldFair(l.ring.Stats().Waits != waits && !holdP)
+			l.yieldFair(waitStart, l.ring.Stats().Waits != waits && !holdP)
 		}
 	}
 }
@@ -261,18 +264,22 @@ func (l *loop) run() {
 // call that keeps the loop's P (netpoll Ring.SetRawSubmitMax). A ring of
 // mostly parked net.Conn readers keeps netpoll's default (64 SQEs): the
 // goroutines the last batch woke may still be runnable on the P, and a
-// long submission lets them run meanwhile (without it net.Conn echo at
-// 1000 connections lost 4 % of its msgs/s). Otherwise nothing waits for
-// the P and every submission is raw: the callback API with 10 connections
-// then never sleeps between batches (1.28x msgs/s at 0.78x CPU per
-// message, BENCHMARKS.md session 8).
+// long submission lets them run meanwhile. Otherwise nothing waits for the
+// P and submissions up to rawSubmitMax are raw: the callback API with 10
+// connections then never sleeps between batches (1.22-1.28x msgs/s at
+// 0.78-0.82x CPU per message, BENCHMARKS.md session 8).
 func (l *loop) setRawSubmit() {
 	if 2*l.polls > l.inflight {
 		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
 	} else {
-		l.ring.SetRawSubmitMax(math.MaxUint32)
+		l.ring.SetRawSubmitMax(rawSubmitMax)
 	}
 }
+
+// rawSubmitMax bounds a raw submission of a callback-API loop: 256 SENDs
+// of small messages take the kernel a few hundred microseconds; a GC
+// stop-the-world waits for a raw system call to return.
+const rawSubmitMax = 256
 
 func (l *loop) enterError(err error) {
 	var e *netpoll.Error

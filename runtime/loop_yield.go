@@ -80,15 +80,19 @@ func (l *loop) yieldStranded() bool {
 const fairYieldEvery = 500 * time.Microsecond
 
 // yieldFair yields the loop's P once if it has held it for fairYieldEvery
-// with goroutines runnable; waited reports that this iteration made a wait
+// with goroutines runnable. waited reports that this iteration made a wait
 // that could sleep with the P released (a Syscall6 wait, netpoll
-// Stats.Waits), which restarts the clock.
-func (l *loop) yieldFair(waited bool) {
+// Stats.Waits), begun at waitStart; only one that lasted past sysmon's
+// first tick (20 us), when sysmon may have handed the P on, restarts the
+// clock. Unlike yieldStranded it yields with any GOMAXPROCS: when every P
+// runs a busy loop (Loops = GOMAXPROCS, the default), no idle P steals the
+// queued goroutines, so only a loop's yield runs them.
+func (l *loop) yieldFair(waitStart time.Time, waited bool) {
 	if l.runq == nil { // a SchedulerWait loop parks in Go's netpoller
 		return
 	}
 	now := time.Now()
-	if waited {
+	if waited && now.Sub(waitStart) >= sysmonTick {
 		l.lastYield = now
 		return
 	}
@@ -100,3 +104,7 @@ func (l *loop) yieldFair(waited bool) {
 		goruntime.Gosched()
 	}
 }
+
+// sysmonTick is the shortest interval of Go's sysmon, which retakes a P
+// from a system call that spans one of its ticks.
+const sysmonTick = 20 * time.Microsecond
