@@ -104,7 +104,7 @@ mkdir -p "$BIN"
 
 if [ -z "$MATRIX" ]; then
 	start_server
-	log "echo-server pid $SERVER_PID on $ADDR; echo-client -c $CONNS -s $SIZE -d $DURATION"
+	log "echo-server -api conn (the default; make bench-matrix compares it with -api callback and -backend std), pid $SERVER_PID on $ADDR; echo-client -c $CONNS -s $SIZE -d $DURATION"
 	line=$(client)
 	rc=$?
 	stop_server
