@@ -25,7 +25,9 @@ type Handler interface {
 	OnData(c *CallbackConn, data []byte)
 	// OnClose is called once when the connection is gone: err is nil after a
 	// local Close, io.EOF after the peer's orderly close, or the error that
-	// ended it (a *net.OpError wrapping ECONNRESET, ...).
+	// ended it (a *net.OpError wrapping ECONNRESET, ...). After the peer's
+	// FIN, output already queued is sent before the connection closes and
+	// OnClose(c, io.EOF) runs (a HalfCloser can keep it open for writing).
 	OnClose(c *CallbackConn, err error)
 }
 
