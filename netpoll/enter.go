@@ -128,8 +128,8 @@ func (r *Ring) submitAndWait(minComplete uint32, timeout, minWait time.Duration,
 // the pending task_work first, in up to preWaitFlushes enters that do not
 // sleep (min_complete 0; since Linux 6.13 the kernel runs a bounded number
 // of task_work items per such enter, IO_LOCAL_TW_DEFAULT_MAX, 20) and so
-// are raw system calls (see enter). It returns the SQEs submitted and whether minComplete CQEs are
-// ready, so that the wait need not sleep.
+// are raw system calls (see enter). It returns the SQEs submitted and
+// whether minComplete CQEs are ready, so that the wait need not sleep.
 func (r *Ring) flushBeforeWait(toSubmit, minComplete uint32) (submitted int, done bool, err error) {
 	for i := 0; i < preWaitFlushes && (toSubmit > 0 || r.cqFlagged()) && toSubmit <= r.rawMax; i++ {
 		n, errno := r.enter(toSubmit, 0, enterGetEvents|r.enterFlg, nil, 0, false)

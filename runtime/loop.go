@@ -207,7 +207,7 @@ func (l *loop) run() {
 		l.setRawSubmit()
 		waits := l.ring.Stats().Waits
 		var waitStart time.Time
-		if l.runq != nil {
+		if l.runq != nil && minC > 0 { // only a wait (minC > 0) can sleep
 			waitStart = time.Now()
 		}
 		var err error
