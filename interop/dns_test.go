@@ -13,7 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // newRuntime starts a uringrt runtime on io_uring (no fallback: these tests

@@ -22,7 +22,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // quic-go takes its fast path (batched reads through SyscallConn, ECN and

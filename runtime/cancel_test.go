@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Cancellation safety: cancelled reads lose no byte and write none late.
 

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Limits, handler panics, hostile peers and shutdown under load.
 

@@ -1,8 +1,8 @@
-package runtime
+package uringrt
 
 import (
 	"net"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +46,7 @@ func (n *netFD) close() error {
 	n.cancelIO(&n.rop)
 	n.cancelIO(&n.wop)
 	for n.refs.Load() != 0 {
-		goruntime.Gosched()
+		runtime.Gosched()
 	}
 	if n.shutClose() {
 		// The FIN has left and the socket resets a peer that writes

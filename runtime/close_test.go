@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Close leaves nothing: goroutines, descriptors, spinning loops.
 

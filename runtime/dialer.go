@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 const defaultFallbackDelay = 300 * time.Millisecond
 
 // Dialer holds options for connecting, shaped like net.Dialer: the zero
-// value dials as runtime.Dial does, through the default runtime, with Go's
+// value dials as Dial does, through the default runtime, with Go's
 // defaults (TCP_NODELAY, keep-alive probes after 15 s idle, every 15 s,
 // 9 of them). Connections are made with a nonblocking connect(2) whose
 // completion is awaited by a POLLOUT armed on a loop's ring. Networks:

@@ -1,20 +1,28 @@
-// Package runtime is uringrt's public API: net.Listener and net.Conn (and a
-// callback API) whose socket operations are driven by io_uring rings.
+// Package uringrt is the public API of uringrt: net.Listener and net.Conn (and
+// a callback API) whose socket operations are driven by io_uring rings. Its
+// import path is github.com/uringrt/uringrt/runtime and its name is uringrt,
+// so a program imports it and the standard runtime package without an alias:
+//
+//	import (
+//		"runtime"
+//
+//		"github.com/uringrt/uringrt/runtime" // package uringrt
+//	)
 //
 // # Usage
 //
 // A server is net.Listen with this package's name; the connections are
 // net.Conns, so net/http, crypto/tls and bufio run on them unchanged:
 //
-//	ln, err := runtime.Listen("tcp", ":8080") // the default runtime, started on first use
+//	ln, err := uringrt.Listen("tcp", ":8080") // the default runtime, started on first use
 //	...
 //	http.Serve(ln, handler)
 //
 // A client dials the same way, or hooks the package-level DialContext into a
 // library that takes a dialer (http.Transport, grpc, go-redis, pgx):
 //
-//	c, err := runtime.Dial("tcp", "example.com:80")
-//	tr := &http.Transport{DialContext: runtime.DialContext}
+//	c, err := uringrt.Dial("tcp", "example.com:80")
+//	tr := &http.Transport{DialContext: uringrt.DialContext}
 //
 // Options are spelled as in Go's net. Dialer (Timeout, Deadline, LocalAddr,
 // KeepAlive, KeepAliveConfig, Control, FallbackDelay, SetMultipathTCP) and
@@ -24,9 +32,9 @@
 // own SO_REUSEPORT listening socket, so accepts spread over the loops with
 // no hand-off. Both take a Runtime field; nil is the default runtime.
 //
-//	d := runtime.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+//	d := uringrt.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 //	c, err := d.DialContext(ctx, "tcp", addr)
-//	lc := runtime.ListenConfig{Runtime: rt, ReusePort: true}
+//	lc := uringrt.ListenConfig{Runtime: rt, ReusePort: true}
 //	ln, err := lc.Listen(ctx, "tcp", ":8080")
 //
 // A *Conn has what *net.TCPConn has that applies: CloseRead and CloseWrite,
@@ -43,7 +51,7 @@
 // with control messages for GSO/GRO, SyscallConn, deadlines), so
 // miekg/dns's server and quic-go's HTTP/3 run on it:
 //
-//	pc, err := runtime.ListenPacket("udp", ":5353")
+//	pc, err := uringrt.ListenPacket("udp", ":5353")
 //	n, from, err := pc.ReadFrom(buf)
 //
 // New starts a runtime of its own (Config: loops, backend, metrics,
@@ -228,4 +236,4 @@
 //	             worker of a bounded pool (Config.Workers) on one socket.
 //
 // The last two exist to measure the first against them (BENCHMARKS.md).
-package runtime
+package uringrt

@@ -1,4 +1,4 @@
-package runtime_test
+package uringrt_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // keep-alive period, and a Control hook that sets a socket option before
 // the connect.
 func ExampleDialer() {
-	ln, err := runtime.Listen("tcp", "127.0.0.1:0")
+	ln, err := uringrt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func ExampleDialer() {
 		io.Copy(c, c)
 	}()
 
-	d := runtime.Dialer{
+	d := uringrt.Dialer{
 		Timeout:   5 * time.Second,
 		KeepAlive: 30 * time.Second, // TCP_KEEPIDLE and TCP_KEEPINTVL
 		Control: func(network, address string, c syscall.RawConn) error {
@@ -65,12 +65,12 @@ func ExampleDialer() {
 // of the runtime's two loops accepts on its own socket (a multishot
 // accept under Serve) and keeps the connections it accepted.
 func ExampleListenConfig() {
-	rt, err := runtime.New(runtime.Config{Loops: 2})
+	rt, err := uringrt.New(uringrt.Config{Loops: 2})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer rt.Close()
-	lc := runtime.ListenConfig{
+	lc := uringrt.ListenConfig{
 		Runtime:   rt,
 		ReusePort: true,
 		KeepAlive: -1, // no keep-alive probes on accepted connections
@@ -79,7 +79,7 @@ func ExampleListenConfig() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	go rt.Serve(ln, runtime.EchoHandler{})
+	go rt.Serve(ln, uringrt.EchoHandler{})
 
 	for i := range 3 {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -103,9 +103,9 @@ func ExampleListenConfig() {
 // ExampleDialContext moves an HTTP client onto io_uring with one line: the
 // package-level DialContext has the shape http.Transport (and grpc,
 // go-redis, pgx) take for a dialer. The server side is net/http on
-// runtime.Listen.
+// uringrt.Listen.
 func ExampleDialContext() {
-	ln, err := runtime.Listen("tcp", "127.0.0.1:0")
+	ln, err := uringrt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func ExampleDialContext() {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	client := &http.Client{Transport: &http.Transport{DialContext: runtime.DialContext}}
+	client := &http.Client{Transport: &http.Transport{DialContext: uringrt.DialContext}}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get("http://" + ln.Addr().String() + "/")
 	if err != nil {
@@ -131,7 +131,7 @@ func ExampleDialContext() {
 // syscall.RawConn, as with *net.TCPConn: keep-alive is on by default with
 // Go's timing.
 func ExampleConn_SyscallConn() {
-	ln, err := runtime.Listen("tcp", "127.0.0.1:0")
+	ln, err := uringrt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func ExampleConn_SyscallConn() {
 			io.Copy(io.Discard, c)
 		}
 	}()
-	c, err := runtime.Dial("tcp", ln.Addr().String())
+	c, err := uringrt.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,16 +159,16 @@ func ExampleConn_SyscallConn() {
 	// Output: keep-alive after 15s idle
 }
 
-// ExampleCloseDefault releases the default runtime behind runtime.Listen
-// and runtime.Dial, for example at the end of a test checked with goleak;
+// ExampleCloseDefault releases the default runtime behind uringrt.Listen
+// and uringrt.Dial, for example at the end of a test checked with goleak;
 // the next use starts a new one.
 func ExampleCloseDefault() {
-	ln, err := runtime.Listen("tcp", "127.0.0.1:0")
+	ln, err := uringrt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
 	ln.Close()
-	if err := runtime.CloseDefault(); err != nil {
+	if err := uringrt.CloseDefault(); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("default runtime released")

@@ -1,4 +1,4 @@
-package runtime_test
+package uringrt_test
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // for net.Listen: the accepted connections are net.Conns driven by
 // io_uring (or by Go's net where io_uring is unavailable).
 func ExampleListen() {
-	ln, err := runtime.Listen("tcp", "127.0.0.1:0")
+	ln, err := uringrt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func ExampleListen() {
 		}
 	}()
 
-	c, err := runtime.Dial("tcp", ln.Addr().String())
+	c, err := uringrt.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func ExampleListen() {
 // connection's loop with bytes valid only during the call, and Write queues
 // them back, sent with one send per connection per loop iteration.
 func ExampleRuntime_Serve() {
-	rt, err := runtime.New(runtime.Config{Loops: 1})
+	rt, err := uringrt.New(uringrt.Config{Loops: 1})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func ExampleRuntime_Serve() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	go rt.Serve(ln, runtime.HandlerFuncs{
-		Data: func(c *runtime.CallbackConn, data []byte) {
+	go rt.Serve(ln, uringrt.HandlerFuncs{
+		Data: func(c *uringrt.CallbackConn, data []byte) {
 			c.Write([]byte(strings.ToUpper(string(data))))
 		},
 	})
@@ -88,13 +88,13 @@ func ExampleRuntime_Serve() {
 // uringrt) on a Prometheus registry.
 func ExampleNew() {
 	reg := prometheus.NewRegistry()
-	rt, err := runtime.New(runtime.Config{
+	rt, err := uringrt.New(uringrt.Config{
 		Loops:      2,                      // two rings, each on its own locked OS thread
-		Backend:    runtime.BackendAuto,    // io_uring, else Go's net with one warning
-		Pollable:   runtime.PollHybrid,     // nonblocking try, then poll arm
+		Backend:    uringrt.BackendAuto,    // io_uring, else Go's net with one warning
+		Pollable:   uringrt.PollHybrid,     // nonblocking try, then poll arm
 		Registerer: reg,                    // uringrt_* metrics
 		MaxConns:   10000,                  // per listener
-		Workers:    runtime.DefaultWorkers, // for MayBlocker handlers
+		Workers:    uringrt.DefaultWorkers, // for MayBlocker handlers
 	})
 	if err != nil {
 		log.Fatal(err) // only BackendUring fails without io_uring
@@ -121,9 +121,9 @@ func ExampleNew() {
 // names why io_uring is unavailable (old kernel, kernel.io_uring_disabled or
 // a seccomp filter) and the fix.
 func ExampleProbe() {
-	f, err := runtime.Probe()
+	f, err := uringrt.Probe()
 	if err != nil {
-		fmt.Println("io_uring unavailable:", errors.Is(err, runtime.ErrNoIOUring))
+		fmt.Println("io_uring unavailable:", errors.Is(err, uringrt.ErrNoIOUring))
 		return
 	}
 	fmt.Println("ring setup flags probed:", f.SetupFlags != 0 || f.Kernel != "")

@@ -1,11 +1,11 @@
-package runtime_test
+package uringrt_test
 
 import (
 	"fmt"
 	"log"
 	"net"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // A UDP echo on io_uring: ListenPacket returns a *PacketConn, which is a

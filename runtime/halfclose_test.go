@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // The callback API at its closing edges: writes after a close began, and
 // half-closed connections (HalfCloser).

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // ListenConfig holds options for listening, shaped like net.ListenConfig.
-// The zero value listens as runtime.Listen does, on the default runtime:
+// The zero value listens as Listen does, on the default runtime:
 // one listening socket on the first loop, accepted connections spread
 // over the loops round robin, each with TCP_NODELAY and Go's keep-alive
 // defaults. Networks: "tcp", "tcp4", "tcp6", "unix".

@@ -1,8 +1,8 @@
-package runtime
+package uringrt
 
 import (
 	"errors"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -81,7 +81,7 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 	goWait := rt.cfg.SchedulerWait
 	go func() {
 		if !goWait {
-			goruntime.LockOSThread() // never unlocked: the thread exits with the loop
+			runtime.LockOSThread() // never unlocked: the thread exits with the loop
 			l.runq = newRunnableProbe()
 		}
 		if err := l.setup(goWait); err != nil {
@@ -252,7 +252,7 @@ func (l *loop) run() {
 			l.handedOff = true
 			// Let the goroutines this batch released run before the loop
 			// blocks in the kernel again.
-			goruntime.Gosched()
+			runtime.Gosched()
 			l.lastYield = time.Now()
 		} else {
 			l.yieldFair(waitStart, l.ring.Stats().Waits != waits && !holdP)

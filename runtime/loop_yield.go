@@ -1,7 +1,7 @@
-package runtime
+package uringrt
 
 import (
-	goruntime "runtime"
+	"runtime"
 	"runtime/metrics"
 	"time"
 )
@@ -56,10 +56,10 @@ func (p *runnableProbe) runnable() bool {
 // the kernel; it reports whether it yielded (the caller then re-checks for
 // requests and CQEs that came meanwhile).
 func (l *loop) yieldStranded() bool {
-	if l.runq == nil || !l.handedOff || goruntime.GOMAXPROCS(0) != 1 || !l.runq.runnable() {
+	if l.runq == nil || !l.handedOff || runtime.GOMAXPROCS(0) != 1 || !l.runq.runnable() {
 		return false
 	}
-	goruntime.Gosched()
+	runtime.Gosched()
 	return true
 }
 
@@ -101,7 +101,7 @@ func (l *loop) yieldFair(waitStart time.Time, waited bool) {
 	}
 	l.lastYield = now
 	if l.runq.runnable() {
-		goruntime.Gosched()
+		runtime.Gosched()
 	}
 }
 

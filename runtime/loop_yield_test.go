@@ -1,7 +1,7 @@
-package runtime
+package uringrt
 
 import (
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -15,7 +15,7 @@ func TestRunnableProbeSeesQueuedGoroutines(t *testing.T) {
 	if p == nil {
 		t.Fatal("no /sched/goroutines/runnable metric: this Go (1.26+ has it) would never yield for stranded goroutines")
 	}
-	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var wg sync.WaitGroup
 	release := make(chan struct{})
 	for range 3 {
@@ -31,7 +31,7 @@ func TestRunnableProbeSeesQueuedGoroutines(t *testing.T) {
 	// the test binary woke meanwhile run too before asking again.
 	quiet := false
 	for range 100 {
-		goruntime.Gosched()
+		runtime.Gosched()
 		if !p.runnable() {
 			quiet = true
 			break

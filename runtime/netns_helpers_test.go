@@ -1,10 +1,10 @@
-package runtime
+package uringrt
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -126,23 +126,23 @@ func (tn *testNet) in(ns string, fn func()) {
 	tn.t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		goruntime.LockOSThread()
+		runtime.LockOSThread()
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			goruntime.UnlockOSThread()
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer orig.Close()
 		target, err := os.Open("/var/run/netns/" + ns)
 		if err != nil {
-			goruntime.UnlockOSThread()
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			goruntime.UnlockOSThread()
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("setns %s: %w", ns, err)
 			return
 		}
@@ -153,7 +153,7 @@ func (tn *testNet) in(ns string, fn func()) {
 			errc <- fmt.Errorf("setns back: %w", err)
 			return
 		}
-		goruntime.UnlockOSThread()
+		runtime.UnlockOSThread()
 		errc <- nil
 	}()
 	if err := <-errc; err != nil {

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -138,12 +138,12 @@ func TestCallbackZeroAllocsPerMessage(t *testing.T) {
 	for i := 0; i < 200; i++ { // warm up: buffers grown, slots made
 		round()
 	}
-	var m0, m1 goruntime.MemStats
-	goruntime.ReadMemStats(&m0)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	for i := 0; i < msgs; i++ {
 		round()
 	}
-	goruntime.ReadMemStats(&m1)
+	runtime.ReadMemStats(&m1)
 	per := float64(m1.Mallocs-m0.Mallocs) / float64(conns*msgs)
 	t.Logf("%d messages: %d allocations (%.4f per message)", conns*msgs, m1.Mallocs-m0.Mallocs, per)
 	if per > 0.01 {

@@ -1,8 +1,8 @@
-package runtime
+package uringrt
 
 import (
 	"io"
-	goruntime "runtime"
+	"runtime"
 	"testing"
 )
 
@@ -36,12 +36,12 @@ func TestConnReadWriteAllocsPerMessage(t *testing.T) {
 				round()
 			}
 			const msgs = 2000
-			var m0, m1 goruntime.MemStats
-			goruntime.ReadMemStats(&m0)
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			for i := 0; i < msgs; i++ {
 				round()
 			}
-			goruntime.ReadMemStats(&m1)
+			runtime.ReadMemStats(&m1)
 			per := float64(m1.Mallocs-m0.Mallocs) / msgs
 			t.Logf("%s: %d round trips, %d allocations (%.4f per round trip)", p, msgs, m1.Mallocs-m0.Mallocs, per)
 			if raceBuild() {

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Bounded memory and bursts: slow peers, backpressure, full rings.
 

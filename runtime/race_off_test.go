@@ -1,6 +1,6 @@
 //go:build !race
 
-package runtime
+package uringrt
 
 // raceEnabled: the race detector is on (see race_on_test.go).
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Reliability under load, faults and bad input (issue 8): nothing lost,
 // nothing leaked, no crash. Every peer is on loopback and every loop is

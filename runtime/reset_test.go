@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // A peer that resets mid-read, against every tier.
 

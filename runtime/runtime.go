@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -161,7 +161,7 @@ func validate(cfg *Config) error {
 
 func applyDefaults(cfg *Config) {
 	if cfg.Loops <= 0 {
-		cfg.Loops = goruntime.GOMAXPROCS(0)
+		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
 	if cfg.RingEntries == 0 {
 		cfg.RingEntries = DefaultRingEntries

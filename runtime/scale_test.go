@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 // Tens of thousands of connections at once.
 

@@ -1,4 +1,4 @@
-package runtime
+package uringrt
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -44,9 +44,9 @@ func TestSoakChurn(t *testing.T) {
 	settle := func() (fds, gs int, rss int64) {
 		relWaitFor(2*time.Second, func() bool { return relMetricSum(t, reg, "uringrt_connections_active") == 0 })
 		time.Sleep(100 * time.Millisecond)
-		goruntime.GC()
+		runtime.GC()
 		debug.FreeOSMemory()
-		return countFDs(t), goruntime.NumGoroutine(), relRssBytes(t)
+		return countFDs(t), runtime.NumGoroutine(), relRssBytes(t)
 	}
 	fds0, gs0, rss0 := settle()
 

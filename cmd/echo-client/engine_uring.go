@@ -7,7 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // uringConn drives one connection in closed loop on a uringrt loop through

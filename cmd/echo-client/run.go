@@ -5,7 +5,7 @@ import (
 
 	"context"
 	"fmt"
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 	"io"
 	"net"
 	"sync"

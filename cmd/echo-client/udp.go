@@ -4,7 +4,7 @@ import (
 	"context"
 	"net"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // dialConns opens the connections of the goroutine-per-connection engine:

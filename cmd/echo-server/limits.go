@@ -4,7 +4,7 @@ import (
 	"flag"
 	"time"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // The runtime's limits against hostile peers (issue 15): an idle timeout

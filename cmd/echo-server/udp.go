@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // runUDP is echo-server -network udp: one UDP socket (a uringrt

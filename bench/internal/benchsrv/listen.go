@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // Listen returns a TCP listener on addr: uringrt's (backend "uring", with
