@@ -66,6 +66,8 @@ type HandlerFuncs struct {
 	// the peer's FIN and the connection stays open for writing until it is
 	// closed. When nil, the peer's FIN closes the connection.
 	ReadEOF func(c *CallbackConn)
+	// Drained, when set, is OnDrained (see Drainer).
+	Drained func(c *CallbackConn)
 	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
 	Blocking bool
 }
@@ -101,6 +103,13 @@ func (h HandlerFuncs) OnReadEOF(c *CallbackConn) bool {
 	return true
 }
 
+// OnDrained calls h.Drained if set (see Drainer).
+func (h HandlerFuncs) OnDrained(c *CallbackConn) {
+	if h.Drained != nil {
+		h.Drained(c)
+	}
+}
+
 // MayBlock reports h.Blocking.
 func (h HandlerFuncs) MayBlock() bool { return h.Blocking }
 
@@ -112,8 +121,15 @@ type EchoHandler struct{}
 func (EchoHandler) OnOpen(*CallbackConn) {}
 
 // OnData queues data back to the peer with WriteNoCopy: runs of 2 KiB or
-// more go out of the provided buffers they arrived in, without a copy.
-func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
+// more go out of the provided buffers they arrived in, without a copy. A
+// write refused (ErrWriteBufferFull: the peer does not read and its queue
+// passed MaxWriteBuffer) closes the connection rather than lose bytes of
+// the stream.
+func (EchoHandler) OnData(c *CallbackConn, data []byte) {
+	if _, err := c.WriteNoCopy(data); err != nil {
+		c.Close()
+	}
+}
 
 // OnClose does nothing.
 func (EchoHandler) OnClose(*CallbackConn, error) {}
