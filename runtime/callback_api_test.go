@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,5 +438,151 @@ func dumpCB(rt *Runtime) {
 			close(done)
 		}})
 		<-done
+	}
+}
+
+// pubsub is a publisher goroutine's view of its subscribers: it writes
+// each message to every subscriber with AsyncWrite; on ErrWriteBufferFull
+// it waits for that subscriber's OnDrained, or for its end (its write
+// timeout closes a subscriber that stopped reading).
+type pubsub struct {
+	mu   sync.Mutex
+	subs map[*CallbackConn]*subscriber
+	open chan *CallbackConn
+	ends chan error
+}
+
+type subscriber struct {
+	drained chan struct{}
+	gone    chan struct{}
+}
+
+func newPubSub(writeTimeout time.Duration) (*pubsub, Handler) {
+	ps := &pubsub{subs: map[*CallbackConn]*subscriber{}, open: make(chan *CallbackConn, 16), ends: make(chan error, 16)}
+	return ps, HandlerFuncs{
+		Open: func(c *CallbackConn) {
+			c.SetWriteTimeout(writeTimeout)
+			ps.mu.Lock()
+			ps.subs[c] = &subscriber{drained: make(chan struct{}, 1), gone: make(chan struct{})}
+			ps.mu.Unlock()
+			ps.open <- c
+		},
+		Drained: func(c *CallbackConn) {
+			ps.mu.Lock()
+			s := ps.subs[c]
+			ps.mu.Unlock()
+			select {
+			case s.drained <- struct{}{}:
+			default:
+			}
+		},
+		Close: func(c *CallbackConn, err error) {
+			ps.mu.Lock()
+			close(ps.subs[c].gone)
+			delete(ps.subs, c)
+			ps.mu.Unlock()
+			ps.ends <- err
+		},
+	}
+}
+
+// publish writes msg to every subscriber, waiting for the full ones to
+// drain or end.
+func (ps *pubsub) publish(msg []byte) {
+	ps.mu.Lock()
+	subs := make(map[*CallbackConn]*subscriber, len(ps.subs))
+	for c, s := range ps.subs {
+		subs[c] = s
+	}
+	ps.mu.Unlock()
+	for c, s := range subs {
+		for {
+			_, err := c.AsyncWrite(msg)
+			if !errors.Is(err, ErrWriteBufferFull) {
+				break // sent, or the subscriber is gone
+			}
+			select {
+			case <-s.drained:
+			case <-s.gone:
+			}
+		}
+	}
+}
+
+// TestCallbackPubSubSlowSubscriber publishes 200 MB in 1 KiB messages (20
+// MB under -race) to 4 subscribers, one of which never reads: the three
+// readers get every message in order, the slow one is closed by its write
+// timeout, and the server's RSS grows by less than 256 MiB (checked
+// without -race).
+func TestCallbackPubSubSlowSubscriber(t *testing.T) {
+	total := 200 << 20
+	if raceBuild() {
+		total = 20 << 20
+	}
+	const msgSize, subs = 1 << 10, 4
+	rt := newRT(t, Config{Loops: 2})
+	ps, h := newPubSub(time.Second)
+	addr := serveCB(t, rt, h).Addr().String()
+	debug.FreeOSMemory()
+	before := relRssBytes(t)
+	cs := dialStd(t, addr, subs)
+	for range subs {
+		<-ps.open
+	}
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	go func() { // sample RSS while the messages flow
+		for {
+			if r := relRssBytes(t); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i, c := range cs[1:] { // cs[0] never reads
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(5 * time.Minute))
+			buf := make([]byte, msgSize)
+			for m := 0; m < total/msgSize; m++ {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					t.Errorf("reader %d: message %d: %v", i, m, err)
+					return
+				}
+				if got := binary.BigEndian.Uint64(buf); got != uint64(m) {
+					t.Errorf("reader %d: message %d is %d", i, m, got)
+					return
+				}
+			}
+		}()
+	}
+	msg := make([]byte, msgSize)
+	for m := 0; m < total/msgSize; m++ {
+		binary.BigEndian.PutUint64(msg, uint64(m))
+		ps.publish(msg)
+	}
+	wg.Wait()
+	close(stop)
+	select {
+	case err := <-ps.ends:
+		if !errors.Is(err, ErrWriteTimeout) {
+			t.Fatalf("slow subscriber closed with %v, want ErrWriteTimeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow subscriber was never closed")
+	}
+	growth := peak.Load() - before
+	t.Logf("%d MiB to %d subscribers: RSS %d MiB -> peak %d MiB (growth %d MiB)", total>>20, subs, before>>20, peak.Load()>>20, growth>>20)
+	if raceBuild() {
+		return // the race detector's shadow memory inflates RSS
+	}
+	if growth > 256<<20 {
+		t.Fatalf("RSS grew by %d MiB, want < 256 MiB", growth>>20)
 	}
 }
