@@ -233,21 +233,24 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
-	// SchedulerWait makes each loop an ordinary goroutine that waits for
-	// completions in Go's scheduler instead of a locked OS thread blocked in
-	// io_uring_enter: the ring's fd is registered with Go's netpoller
-	// (epoll; io_uring_poll reports it readable when CQEs are ready), so
-	// with GOMAXPROCS=1 the loop and the goroutines it wakes share one
-	// thread and a completion batch costs no hand-off of the P between
-	// threads. The ring then has no SINGLE_ISSUER and so no DEFER_TASKRUN
-	// (COOP_TASKRUN instead: a completion's task_work runs on the thread
-	// that submitted it at its next system call), and no registered ring
-	// fd. Side by side (BENCHMARKS.md), it makes net/http's HTTP/2 over
-	// TLS (several goroutines per connection) level with Go's net where
-	// the locked loop reaches 0.63x, and costs 1.1x CPU per message on
-	// small-message echo over net.Conn and more on the callback API, so it
-	// is off by default. DedicatedLoops does not apply with it.
-	SchedulerWait bool
+	// LockedLoops makes each loop a goroutine locked to its own OS thread
+	// that sleeps in io_uring_enter, on a ring set up with SINGLE_ISSUER and
+	// DEFER_TASKRUN (Linux 6.1+): completions are run by the kernel only when
+	// the loop asks for them, in batches (min_complete and min-wait), and
+	// the ring fd is registered. Default false: each loop is an ordinary
+	// goroutine that sleeps in Go's own netpoller, parked on the ring's fd
+	// (io_uring_poll reports it readable when CQEs are ready), on a ring
+	// with COOP_TASKRUN, so a wake-up costs what a Go net reader's costs:
+	// the thread that woke from epoll runs the loop and the goroutines it
+	// readies, with no hand-off of the P between threads and no system call
+	// that Go's sysmon must watch. Side by side at a fixed load of half Go
+	// net's peak (BENCHMARKS.md, "Equal load"), that costs 0.8x Go net's
+	// CPU per message where a locked loop costs 1.1-1.4x. A locked loop
+	// batches better when it never sleeps: choose it for a server that
+	// runs at its peak (net.Conn small-message echo at saturation: 1.25x
+	// the msgs/s of the default), with DedicatedLoops and IdlePoll, which
+	// apply only to locked loops.
+	LockedLoops bool
 	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
 	// DefaultRingEntries.
 	RingEntries uint32

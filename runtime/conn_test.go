@@ -28,7 +28,7 @@ var tiers = []struct {
 	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
 	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
 	{"dedicated", Config{Loops: 1, Pollable: PollRing, DedicatedLoops: true}},
-	{"scheduler-wait", Config{Loops: 2, SchedulerWait: true}},
+	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
 	{"std", Config{Backend: BackendStd}},
 }
 

@@ -99,7 +99,7 @@
 //	loop_yield.go  a yield before blocking when goroutines are still
 //	               runnable on the P the loop got back (GOMAXPROCS 1), and
 //	               one every 500 us of held P under sustained load
-//	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
+//	loop_gowait.go the default wait, in Go's netpoller, instead
 //	               of io_uring_enter, the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
 //	               loop that has exited (handleDead)

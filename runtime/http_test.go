@@ -25,7 +25,7 @@ var httpTiers = []struct {
 }{
 	{"hybrid", Config{Loops: 2}},
 	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}},
 }
 
 // startHTTP serves h with net/http on a uringrt listener of rt and returns

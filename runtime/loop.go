@@ -70,7 +70,7 @@ type loop struct {
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
-	gw    *goWaiter // SchedulerWait's park on the ring fd (loop_gowait.go), nil otherwise
+	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
 }
 
@@ -78,7 +78,7 @@ type loop struct {
 func startLoop(rt *Runtime, id int) (*loop, error) {
 	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
 	errc := make(chan error, 1)
-	goWait := rt.cfg.SchedulerWait
+	goWait := !rt.cfg.LockedLoops
 	go func() {
 		if !goWait {
 			runtime.LockOSThread() // never unlocked: the thread exits with the loop

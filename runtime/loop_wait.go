@@ -21,7 +21,7 @@ const holdPWaitCap = time.Millisecond
 // gap.
 func (l *loop) idlePoll() bool {
 	d := l.rt.cfg.IdlePoll
-	if d <= 0 || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
+	if d <= 0 || l.gw != nil || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
 		// Mostly parked net.Conn readers: each batch then wakes
 		// goroutines and costs the locked thread's P hand-off, so
 		// polling (which makes batches smaller) costs more switches

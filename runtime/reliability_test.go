@@ -127,7 +127,7 @@ var relCbTiers = []struct {
 	{"no-multishot", Config{Loops: 1, DisableMultishot: true}, false},
 	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}, false},
 	{"blocking-handler", Config{Loops: 1, Workers: 4}, true},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}, false},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}, false},
 	{"std", Config{Backend: BackendStd}, false},
 }
 
