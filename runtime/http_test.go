@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // httpTiers are the net.Conn (callback-free) configurations net/http runs on.
@@ -24,7 +26,7 @@ var httpTiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"locked-loop", Config{Loops: 1, LockedLoops: true}},
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // loop owns one ring on one locked OS thread. Other goroutines reach it only
@@ -101,7 +102,7 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 func (l *loop) setup(goWait bool) error {
 	cfg := &l.rt.cfg
 	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff || goWait {
+	if cfg.DisableDeferTaskrun || cfg.WaitBatch == experiment.WaitBatchOff || goWait {
 		// Without DEFER_TASKRUN the kernel runs completion task_work as
 		// it comes (COOP_TASKRUN): the comparison baseline for batching.
 		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag

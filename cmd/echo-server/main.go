@@ -28,7 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/uringrt/uringrt/runtime"
+	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -129,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 2
 	}
-	pollable, err := uringrt.ParsePollable(o.pollable)
+	pollable, err := experiment.ParsePollable(o.pollable)
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 2
@@ -148,17 +149,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := uringrt.Config{
-		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
-		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
+		Loops: o.loops, Backend: backend, Workers: o.workers, MaxConns: o.maxConns, Logger: logger,
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, LockedLoops: o.lockedLoops, ReusePort: o.reusePort,
-		UDPRecvMultishot:     o.udpMultishot,
-		IncrementalBuffers:   o.incBufs,
-		DisableRecvBundles:   o.noBundles,
-		DisableBufferLending: o.noLend,
+		UDPRecvMultishot:   o.udpMultishot,
+		IncrementalBuffers: o.incBufs,
+		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend},
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {
-		cfg.WaitBatch = uringrt.WaitBatchOff
+		cfg.WaitBatch = experiment.WaitBatchOff
 	}
 	if o.metricsAddr != "" {
 		cfg.Registerer = reg
@@ -203,7 +202,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	go func() {
 		defer close(served)
 		if o.api == "callback" {
-			rt.Serve(ln, uringrt.EchoHandler{})
+			rt.Serve(ln, echoHandler{})
 			return
 		}
 		acceptLoop(ln, logger, o.bufSize)
