@@ -113,25 +113,4 @@ func (h HandlerFuncs) OnDrained(c *CallbackConn) {
 // MayBlock reports h.Blocking.
 func (h HandlerFuncs) MayBlock() bool { return h.Blocking }
 
-// EchoHandler is a Handler that writes every byte it receives back to the
-// sender: the echo benchmark's server.
-type EchoHandler struct{}
-
-// OnOpen does nothing.
-func (EchoHandler) OnOpen(*CallbackConn) {}
-
-// OnData queues data back to the peer with WriteNoCopy: runs of 2 KiB or
-// more go out of the provided buffers they arrived in, without a copy. A
-// write refused (ErrWriteBufferFull: the peer does not read and its queue
-// passed MaxWriteBuffer) closes the connection rather than lose bytes of
-// the stream.
-func (EchoHandler) OnData(c *CallbackConn, data []byte) {
-	if _, err := c.WriteNoCopy(data); err != nil {
-		c.Close()
-	}
-}
-
-// OnClose does nothing.
-func (EchoHandler) OnClose(*CallbackConn, error) {}
-
 var _ net.Addr = (*net.TCPAddr)(nil)
