@@ -126,8 +126,10 @@ func (c *CallbackConn) pauseMark() int {
 // handler writing what it reads (an echo, a proxy) is paused before its
 // writes could pass the cap and fail.
 func (c *CallbackConn) recvRoom() uint32 {
-	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
-	return uint32(max(min(room, recvLimit), 1))
+	// Less one buffer: the recv that reaches the limit may fill its
+	// buffer past it.
+	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load()) - int(c.l.bufRing.Size())
+	return uint32(max(min(room, recvLimit), 1<<10))
 }
 
 // pauseRead stops reading c: its recv is cancelled and not re-armed.
