@@ -153,7 +153,7 @@ func (s *slowReaders) total() int64 {
 }
 
 // TestPauseOvershootBounded: a peer that writes without reading makes its
-// connection's queue pass MaxWriteBuffer; the pause then overshoots by at
+// connection's queue pass its pause mark; the pause then overshoots by at
 // most one arm of the multishot recv (recvLimit) plus a buffer and a chunk,
 // not by whatever the socket had received (before the byte limit: the
 // loop's whole buffer ring, or the socket's receive queue).
@@ -172,8 +172,8 @@ func TestPauseOvershootBounded(t *testing.T) {
 	if !rt.recvLimitOn() {
 		t.Skip("the kernel refused the multishot recv byte limit (6.17+)")
 	}
-	if maxQueued.Load() < maxWB {
-		t.Fatalf("no queue reached MaxWriteBuffer (max %d): the test did not load the server", maxQueued.Load())
+	if maxQueued.Load() < maxWB/2 {
+		t.Fatalf("no queue reached the pause mark, MaxWriteBuffer/2 (max %d): the test did not load the server", maxQueued.Load())
 	}
 	if maxQueued.Load() > limit {
 		t.Errorf("a queue reached %d bytes, over MaxWriteBuffer %d + recvLimit + a buffer + a chunk = %d", maxQueued.Load(), maxWB, limit)
