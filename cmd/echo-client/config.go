@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 	"time"
 )
 
@@ -28,8 +30,10 @@ type config struct {
 	serverPID       int
 	metricsURL      string
 	yield           bool
-	engine          string // "auto", "uring" or "net"
-	network         string // "tcp" or "udp" (udp.go)
+	engine          string        // "auto", "uring" or "net"
+	network         string        // "tcp" or "udp" (udp.go); "unix" when addr is a path
+	rate            float64       // open loop: messages per second over all connections; 0 closed loop
+	lateAfter       time.Duration // open loop: a message released later than this behind its schedule is late
 }
 
 // errUsage reports a bad command line; its message is already printed.
@@ -42,7 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("echo-client", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "echo server `address`")
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "echo server `address`: host:port, or a unix socket path (starting with /, . or @ for an abstract name, or prefixed unix:)")
 	fs.IntVar(&cfg.conns, "c", 1000, "number of connections")
 	fs.IntVar(&cfg.size, "s", 12, "message size in bytes")
 	fs.IntVar(&cfg.depth, "depth", 1, "messages in flight per connection")
@@ -55,6 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped for cqes_per_enter (empty: none)")
 	fs.StringVar(&cfg.engine, "engine", "auto", "client engine: uring (all connections on one uringrt loop, callback API), net (a goroutine per connection on Go's net), or auto (uring where io_uring works)")
 	fs.StringVar(&cfg.network, "network", "tcp", "tcp, or udp: each connection a connected UDP socket, each message one datagram (a uringrt PacketConn with -engine uring/auto, Go's net with -engine net)")
+	fs.Float64Var(&cfg.rate, "rate", 0, "open loop: send this many `msgs/s` in total, evenly spaced over the connections, whatever the server does; latency counts from each message's scheduled time (0: closed loop)")
+	fs.DurationVar(&cfg.lateAfter, "late-after", time.Millisecond, "open loop: a message the client itself sends later than this behind its scheduled time counts as late (the client fell behind)")
 	fs.BoolVar(&cfg.yield, "yield", true, "yield to the other connections between a write and its read (fewer syscalls per message)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,13 +80,30 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintf(stderr, "echo-client: %v (see -h)\n", err)
 		return cfg, errUsage
 	}
+	if cfg.network == "tcp" {
+		cfg.network, cfg.addr = splitAddr(cfg.addr)
+	}
 	return cfg, nil
+}
+
+// splitAddr tells a unix socket address from a TCP one: "unix:NAME", or a
+// name starting with / or . (a path) or @ (Linux's abstract namespace), is
+// a unix socket NAME; anything else is a TCP host:port.
+func splitAddr(addr string) (network, address string) {
+	if name, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return "unix", name
+	}
+	switch addr[0] {
+	case '/', '.', '@':
+		return "unix", addr
+	}
+	return "tcp", addr
 }
 
 // validate checks the ranges of the flags.
 func (c config) validate() error {
 	switch {
-	case c.addr == "":
+	case c.addr == "" || c.addr == "unix:":
 		return errors.New("-addr must not be empty")
 	case c.conns < 1:
 		return fmt.Errorf("-c must be >= 1, got %d", c.conns)
@@ -102,10 +125,26 @@ func (c config) validate() error {
 		return fmt.Errorf("-server-pid must be >= 0, got %d", c.serverPID)
 	case c.network != "tcp" && c.network != "udp":
 		return fmt.Errorf("-network must be tcp or udp, got %q", c.network)
+	case c.network == "udp" && isUnixAddr(c.addr):
+		return fmt.Errorf("-network udp needs a host:port -addr, got %q", c.addr)
+	case c.network == "udp" && c.rate > 0:
+		return errors.New("-rate (open loop) needs -network tcp")
+	case c.rate < 0 || math.IsNaN(c.rate) || math.IsInf(c.rate, 0):
+		return fmt.Errorf("-rate must be >= 0 msgs/s, got %v", c.rate)
+	case c.rate > 0 && c.rate < float64(c.conns)/3600:
+		return fmt.Errorf("-rate must give each connection at least one message an hour: >= %g msgs/s for %d connections", float64(c.conns)/3600, c.conns)
+	case c.lateAfter <= 0:
+		return fmt.Errorf("-late-after must be > 0, got %v", c.lateAfter)
 	case c.network == "udp" && c.size*c.depth > 65507:
 		return fmt.Errorf("-s times -depth must be <= 65507 with -network udp (one datagram), got %d", c.size*c.depth)
 	case c.engine != "auto" && c.engine != "uring" && c.engine != "net":
 		return fmt.Errorf("-engine must be auto, uring or net, got %q", c.engine)
 	}
 	return nil
+}
+
+// isUnixAddr reports whether addr names a unix socket (see splitAddr).
+func isUnixAddr(addr string) bool {
+	network, _ := splitAddr(addr)
+	return network == "unix"
 }
