@@ -107,7 +107,7 @@ func (s *schedule) dueBy(t int64) uint64 {
 // latencies count that delay too, and the server was offered less than
 // -rate at the due times).
 func (sum *summary) addOpen(cfg config, s *runState, sched *schedule, late *lateness, start, end sample, logf func(string, ...any)) {
-	o := &openSummary{Rate: cfg.rate, Late: late.late, LateMaxUs: usOf(max(late.max, 0))}
+	o := &OpenLoop{Rate: cfg.rate, Late: late.late, LateMaxUs: usOf(max(late.max, 0))}
 	if secs := end.at.Sub(start.at).Seconds(); secs > 0 {
 		o.SentRate = int64(float64(end.sent-start.sent)/secs + 0.5)
 	}
@@ -116,7 +116,7 @@ func (sum *summary) addOpen(cfg config, s *runState, sched *schedule, late *late
 			o.Backlog = due - end.msgs
 		}
 	}
-	sum.openSummary = o
+	sum.OpenLoop = o
 	if o.Late > 0 {
 		logf("the client fell behind its schedule: %d messages sent more than %v late (at most %d us); their latency includes it",
 			o.Late, cfg.lateAfter, o.LateMaxUs)

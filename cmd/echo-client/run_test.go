@@ -28,6 +28,12 @@ func startServer(t *testing.T, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, ln, handle)
+}
+
+// serveOn is startServer on a listener of the caller's.
+func serveOn(t *testing.T, ln net.Listener, handle func(net.Conn)) string {
+	t.Helper()
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

@@ -19,7 +19,7 @@ type summary struct {
 	MaxUs   *int64 `json:"max_us,omitempty"`
 	Errors  int64  `json:"errors"`
 	Conns   int    `json:"conns"`
-	*openSummary
+	*OpenLoop
 	ClientCPU    *int64   `json:"client_cpu_ns_per_msg,omitempty"`
 	ServerCPU    *int64   `json:"server_cpu_ns_per_msg,omitempty"`
 	ServerCtxsw  *float64 `json:"server_ctxsw_per_1k,omitempty"`
@@ -41,7 +41,7 @@ func (s *summary) write(w io.Writer, asJSON bool) error {
 		return err
 	}
 	var b strings.Builder
-	if o := s.openSummary; o != nil {
+	if o := s.OpenLoop; o != nil {
 		fmt.Fprintf(&b, "tps=%d p50_us=%d p90_us=%d p99_us=%d p999_us=%d p9999_us=%d max_us=%d errors=%d conns=%d"+
 			" rate=%.0f sent_rate=%d late=%d late_max_us=%d backlog=%d",
 			s.TPS, s.P50us, *s.P90us, s.P99us, s.P999us, *s.P9999us, *s.MaxUs, s.Errors, s.Conns,
@@ -67,8 +67,10 @@ func (s *summary) write(w io.Writer, asJSON bool) error {
 	return err
 }
 
-// openSummary is what an open-loop run adds to the summary.
-type openSummary struct {
+// OpenLoop is what an open-loop run (-rate) adds to the summary; it is
+// exported only so that encoding/json can fill it in (the tests read the
+// summary back).
+type OpenLoop struct {
 	Rate      float64 `json:"rate"`        // the -rate asked for, msgs/s
 	SentRate  int64   `json:"sent_rate"`   // messages put on the wire per second in the window
 	Late      uint64  `json:"late"`        // messages the client released more than -late-after behind schedule
