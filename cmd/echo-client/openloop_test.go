@@ -26,7 +26,7 @@ func runJSON(t *testing.T, addr string, args ...string) summary {
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("summary %q: %v", stdout.String(), err)
 	}
-	t.Logf("%s: %s", strings.Join(args, " "), strings.TrimSpace(stdout.String()))
+	t.Logf("%s: %s\n%s", strings.Join(args, " "), strings.TrimSpace(stdout.String()), stderr.String())
 	return sum
 }
 
