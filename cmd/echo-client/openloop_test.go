@@ -39,9 +39,14 @@ var engines = []string{"uring", "net"}
 func TestOpenLoopRate(t *testing.T) {
 	addr := startServer(t, echo)
 	const rate = 2000
-	for _, eng := range engines {
-		t.Run(eng, func(t *testing.T) {
-			sum := runJSON(t, addr, "-engine", eng, "-rate", "2000", "-d", "1s", "-warmup", "200ms")
+	for _, args := range [][]string{
+		{"-engine", "uring"},
+		{"-engine", "net"},
+		{"-engine", "uring", "-depth", "3", "-s", "100"},
+		{"-engine", "net", "-depth", "3", "-s", "100"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			sum := runJSON(t, addr, append(args, "-rate", "2000", "-d", "1s", "-warmup", "200ms")...)
 			o := sum.OpenLoop
 			if o == nil || sum.P90us == nil || sum.P9999us == nil || sum.MaxUs == nil {
 				t.Fatalf("open-loop fields missing: %+v", sum)
