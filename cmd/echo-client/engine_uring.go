@@ -66,7 +66,7 @@ func (u *uringConn) start() {
 
 // flush sends (open loop) the released messages that fit in -depth.
 func (u *uringConn) flush() {
-	for u.next < u.released && u.next-u.seq < uint64(u.w.depth) {
+	for !u.failed && u.next < u.released && u.next-u.seq < uint64(u.w.depth) {
 		stamp(u.wbuf, u.w.id, u.next)
 		u.cc.Write(u.wbuf)
 		u.next++
@@ -222,11 +222,11 @@ func (e *uringEngine) begin() {
 }
 
 // startUring opens cfg.conns connections through rt's callback API with at
-// most cfg.dialConcurrency dials in flight, each bounded by -dial-timeout,
-// and then starts the traffic of all of them at once. Traffic on the
-// connections already open would otherwise compete with the loop's
-// connects and, at 15,000 connections, slow the last ones past their
-// timeout. allDone is closed when every connection has ended.
+// most cfg.dialConcurrency dials in flight, each bounded by -dial-timeout
+// (as Go's net.Dialer.Timeout bounds one dial), and then starts the
+// traffic of all of them at once, so that no echo traffic competes with
+// the loop's connects of the rest. e.done is closed when every connection
+// has ended.
 func startUring(ctx context.Context, rt *uringrt.Runtime, s *runState, cfg config) (*uringEngine, []*worker, error) {
 	e := &uringEngine{rt: rt, s: s, conns: make([]*uringConn, cfg.conns), done: make(chan struct{})}
 	workers := make([]*worker, cfg.conns)
