@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Backend selects how sockets are driven.
@@ -136,9 +134,12 @@ type Config struct {
 	Loops int
 	// Backend selects io_uring, Go's net, or auto (the default).
 	Backend Backend
-	// Registerer receives the runtime's Prometheus collectors (namespace
-	// uringrt); nil means no metrics and no counting cost.
-	Registerer prometheus.Registerer
+	// Metrics turns on the per-connection counters that Runtime.Stats
+	// reads (bytes, pollable outcomes, accept errors, UDP datagrams) and
+	// the loops' per-iteration ring counters; false means no counting
+	// cost on the I/O paths. Package runtime/uringprom exports Stats to
+	// Prometheus.
+	Metrics bool
 	// Logger receives warnings (fallback to std, accept errors); nil means
 	// slog.Default().
 	Logger *slog.Logger

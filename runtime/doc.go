@@ -146,8 +146,8 @@
 //	               udp_write.go, udp_batch.go, udp_multishot.go (multishot
 //	               recvmsg), udp_options.go, udp_rawconn.go, udp_sys.go
 //	               (sockaddrs and cmsgs), udp_metrics.go
-//	metrics.go     the Prometheus collectors; metrics_limits.go those of
-//	               the budget and the idle timeout
+//	metrics.go     the counters; stats.go Runtime.Stats, which reads them
+//	               (package uringprom exports them to Prometheus)
 //
 // The ring mechanics (EventfdWake, FileTable of registered files, CQE flags)
 // are netpoll's.

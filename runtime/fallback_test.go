@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/uringrt/uringrt/netpoll"
@@ -49,8 +48,7 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 	for _, f := range setupFailures {
 		t.Run(f.errno.Error(), func(t *testing.T) {
 			logger, buf := logBuffer()
-			reg := prometheus.NewRegistry()
-			rt, err := newRuntime(Config{Logger: logger, Registerer: reg}, failSetup(f.errno))
+			rt, err := newRuntime(Config{Logger: logger}, failSetup(f.errno))
 			if err != nil {
 				t.Fatalf("BackendAuto: New failed instead of falling back: %v", err)
 			}
@@ -81,26 +79,9 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 			if warns != 1 {
 				t.Fatalf("%d warnings logged, want exactly 1:\n%s", warns, buf.String())
 			}
-			// The backend metric says std.
-			mfs, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, mf := range mfs {
-				if mf.GetName() != "uringrt_backend_info" {
-					continue
-				}
-				for _, m := range mf.GetMetric() {
-					for _, lp := range m.GetLabel() {
-						if lp.GetName() == "backend" && lp.GetValue() == "std" {
-							found = true
-						}
-					}
-				}
-			}
-			if !found {
-				t.Errorf("uringrt_backend_info{backend=\"std\"} not exported")
+			// Stats (uringrt_backend_info) says std.
+			if b := rt.Stats().Backend; b != BackendStd {
+				t.Errorf("Stats().Backend = %v, want std", b)
 			}
 			// It serves: a net.Conn echo through Go's net.
 			ln := listenTCP(t, rt)

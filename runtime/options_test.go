@@ -622,7 +622,7 @@ func TestReusePortSpreadsAccepts(t *testing.T) {
 			if api == "config" {
 				cfg.ReusePort = true
 			}
-			rt, reg := newMetricsRT(t, cfg)
+			rt := newRT(t, cfg)
 			var ln net.Listener
 			var err error
 			if api == "config" {
@@ -684,10 +684,9 @@ func TestReusePortSpreadsAccepts(t *testing.T) {
 					t.Errorf("socket of loop %d accepted none of %d connections: %v", i, conns, perSocket)
 				}
 			}
-			f := gather(t, reg)
-			for _, loop := range []string{"0", "1"} {
-				if v := f.sum("uringrt_connections_accepted_total", "loop", loop); v <= 0 {
-					t.Errorf("connections_accepted_total{loop=%s} = %v", loop, v)
+			for _, l := range rt.Stats().Loops {
+				if l.Accepted == 0 {
+					t.Errorf("loop %d accepted no connection", l.ID)
 				}
 			}
 		})
@@ -873,7 +872,7 @@ func TestDialerFallbackRace(t *testing.T) {
 // connections as it caps one listener's, not each socket's.
 func TestReusePortMaxConns(t *testing.T) {
 	const max, conns = 4, 12
-	rt, reg := newMetricsRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
+	rt := newRT(t, Config{Loops: 2, ReusePort: true, MaxConns: max})
 	ln := listenTCP(t, rt)
 	var mu sync.Mutex
 	open := 0
@@ -884,7 +883,7 @@ func TestReusePortMaxConns(t *testing.T) {
 		mu.Lock()
 		o := open
 		mu.Unlock()
-		rej := gather(t, reg).sum("uringrt_connections_rejected_total")
+		rej := loopSum(rt.Stats(), func(l *LoopStats) uint64 { return l.Rejected })
 		return o+int(rej) == conns, fmt.Sprintf("open %d + rejected %v != %d", o, rej, conns)
 	})
 	mu.Lock()

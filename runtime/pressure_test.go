@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ---- bounded memory ----
@@ -272,16 +270,14 @@ func relBurstEcho(t *testing.T, addr string, conns, size int) {
 // (ENOBUFS), the SQ fills, the CQ overflows, and no byte or completion is
 // lost.
 func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	rt := newRT(t, Config{Loops: 1, Buffers: 8, BufferSize: 1024, RingEntries: 8, Registerer: reg})
+	rt := newRT(t, Config{Loops: 1, Buffers: 8, BufferSize: 1024, RingEntries: 8, Metrics: true})
 	if rt.loops[0].bufRing == nil {
 		t.Skip("no provided buffer ring on this kernel")
 	}
 	ln := relServeCB(t, rt, relEchoHandler(false))
 	relBurstEcho(t, ln.Addr().String(), 100, 32<<10)
-	enobufs := relMetricSum(t, reg, "uringrt_buffer_ring_exhausted_total")
-	sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
-	over := relMetricSum(t, reg, "uringrt_cq_overflows_total")
+	l := rt.Stats().Loops[0]
+	enobufs, sqFull, over := l.BufferRingExhausted, l.SQFull, l.CQOverflows
 	t.Logf("ENOBUFS %v, SQ full %v, CQ overflows %v", enobufs, sqFull, over)
 	if enobufs == 0 {
 		t.Error("the buffer ring never ran dry: the burst did not test ENOBUFS")
@@ -297,8 +293,7 @@ func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
 func TestBurstConnAPISQFull(t *testing.T) {
 	for _, pol := range []Pollable{PollHybrid, PollRing} {
 		t.Run(pol.String(), func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Registerer: reg})
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Metrics: true})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
 			// Whether the burst itself fills the SQ depends on how far
@@ -308,8 +303,9 @@ func TestBurstConnAPISQFull(t *testing.T) {
 			// 64 conns (each posts a cancel of its poll), release.
 			fillSQByCloses(t, rt, ln.Addr().String(), 64)
 			relBurstEcho(t, ln.Addr().String(), 20, 16<<10) // the loop still echoes, intact
-			sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
-			t.Logf("SQ full %v, CQ overflows %v", sqFull, relMetricSum(t, reg, "uringrt_cq_overflows_total"))
+			l := rt.Stats().Loops[0]
+			sqFull := l.SQFull
+			t.Logf("SQ full %v, CQ overflows %v", sqFull, l.CQOverflows)
 			if sqFull == 0 {
 				t.Error("the SQ never filled: the burst did not test SQ full")
 			}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ---- helpers ----
@@ -27,34 +25,6 @@ func relTestDeadline(t testing.TB, d time.Duration) time.Time {
 		}
 	}
 	return end
-}
-
-// relMetricSum sums every sample of the named metric (counter or gauge).
-func relMetricSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	var s float64
-	found := false
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		found = true
-		for _, m := range mf.GetMetric() {
-			if c := m.GetCounter(); c != nil {
-				s += c.GetValue()
-			} else if g := m.GetGauge(); g != nil {
-				s += g.GetValue()
-			}
-		}
-	}
-	if !found {
-		t.Fatalf("metric %s not exported", name)
-	}
-	return s
 }
 
 // pattern is the byte at stream offset i: a numbered stream whose loss,

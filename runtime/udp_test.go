@@ -642,7 +642,7 @@ func TestUDPUnknownNetwork(t *testing.T) {
 // and is re-armed), with their control messages; SyscallConn's Read says
 // it is unsupported.
 func TestUDPMultishotRecvmsg(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1, UDPRecvMultishot: true})
+	rt := newMetricsRT(t, Config{Loops: 1, UDPRecvMultishot: true})
 	pc, err := rt.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -680,10 +680,11 @@ func TestUDPMultishotRecvmsg(t *testing.T) {
 		}
 	}
 	// 80 datagrams into 16 buffers: the multishot ran out at least once.
-	if v := gather(t, reg).sum("uringrt_buffer_ring_exhausted_total"); v < 1 {
-		t.Errorf("uringrt_buffer_ring_exhausted_total = %v, want >= 1", v)
+	l := rt.Stats().Loops[0]
+	if v := l.BufferRingExhausted; v < 1 {
+		t.Errorf("BufferRingExhausted = %v, want >= 1", v)
 	}
-	if v := gather(t, reg).sum("uringrt_udp_received_datagrams_total"); v != count {
-		t.Errorf("uringrt_udp_received_datagrams_total = %v, want %d", v, count)
+	if v := l.UDP.ReceivedDatagrams; v != count {
+		t.Errorf("UDP.ReceivedDatagrams = %v, want %d", v, count)
 	}
 }

@@ -1,28 +1,18 @@
-package sched
+package uringprom
 
 import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uringrt/uringrt/sched"
 )
 
-// collector exports a Pool's Stats as Prometheus metrics at scrape time.
-type collector struct {
-	p     Pool
-	pool  string
-	depth *prometheus.Desc
-	run   *prometheus.Desc
-	canc  *prometheus.Desc
-	pan   *prometheus.Desc
-	batch *prometheus.Desc
-	size  *prometheus.Desc
-}
-
-// NewCollector returns a collector for p whose metrics carry the label
-// pool=pool (keep it low-cardinality, e.g. "callbacks"). Register it on a
-// prometheus.Registerer; register one collector per pool, with distinct pool
-// labels. Every Collect calls p.Stats() once; nothing is recorded on the
-// pool's hot path. Metrics (namespace "uringrt"):
+// NewPoolCollector returns a collector for a sched.Pool whose metrics
+// carry the label pool=pool (keep it low-cardinality, e.g. "callbacks").
+// Register one collector per pool, with distinct pool labels; a Runtime's
+// own pool is in NewCollector as pool="workers". Every Collect calls
+// p.Stats() once; nothing is recorded on the pool's hot path. Metrics:
 //
 //	uringrt_worker_queue_depth{pool,worker}            gauge, works
 //	uringrt_worker_works_run_total{pool,worker}        counter
@@ -34,13 +24,31 @@ type collector struct {
 // worker is the worker index ("0", "1", ...). For a SharedPool the queue
 // depth is one series with worker="shared" (its workers have no private
 // list).
-func NewCollector(p Pool, pool string) prometheus.Collector {
+func NewPoolCollector(p sched.Pool, pool string) prometheus.Collector {
+	return &poolCollector{p: p, d: newPoolDescs(pool)}
+}
+
+type poolCollector struct {
+	p sched.Pool
+	d poolDescs
+}
+
+// Describe sends the descriptors of all metrics of the collector.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) { c.d.describe(ch) }
+
+// Collect reads p.Stats() once and sends the metrics.
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) { c.d.collect(ch, c.p.Stats()) }
+
+// poolDescs are the descriptors of one pool's metrics.
+type poolDescs struct {
+	depth, run, canc, pan, batch, size *prometheus.Desc
+}
+
+func newPoolDescs(pool string) poolDescs {
 	const ns, sub = "uringrt", "worker"
 	cl := prometheus.Labels{"pool": pool}
 	wl := []string{"worker"}
-	return &collector{
-		p:    p,
-		pool: pool,
+	return poolDescs{
 		depth: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "queue_depth"),
 			"Works handed to the worker and not yet finished (shared pools: works in the shared list, worker=\"shared\").",
 			wl, cl),
@@ -62,32 +70,30 @@ func NewCollector(p Pool, pool string) prometheus.Collector {
 	}
 }
 
-// Describe sends the descriptors of all metrics of the collector.
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.run, c.canc, c.pan, c.batch, c.size} {
-		ch <- d
+func (d *poolDescs) describe(ch chan<- *prometheus.Desc) {
+	for _, x := range []*prometheus.Desc{d.depth, d.run, d.canc, d.pan, d.batch, d.size} {
+		ch <- x
 	}
 }
 
-// Collect reads p.Stats() once and sends the metrics.
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.p.Stats()
+func (d *poolDescs) collect(ch chan<- prometheus.Metric, s sched.Stats) {
+	out := sink(ch)
 	var (
 		sum     uint64
-		buckets [NumBatchBuckets]uint64
+		buckets [sched.NumBatchBuckets]uint64
 	)
 	if s.Shared {
-		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(s.Queued), "shared")
+		out.gauge(d.depth, float64(s.Queued), "shared")
 	}
 	for i, w := range s.Workers {
 		id := strconv.Itoa(i)
 		if !s.Shared {
-			ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(w.QueueDepth), id)
+			out.gauge(d.depth, float64(w.QueueDepth), id)
 		}
-		ch <- prometheus.MustNewConstMetric(c.run, prometheus.CounterValue, float64(w.Run), id)
-		ch <- prometheus.MustNewConstMetric(c.canc, prometheus.CounterValue, float64(w.Cancelled), id)
-		ch <- prometheus.MustNewConstMetric(c.pan, prometheus.CounterValue, float64(w.Panics), id)
-		ch <- prometheus.MustNewConstMetric(c.batch, prometheus.CounterValue, float64(w.Batches), id)
+		out.counter(d.run, w.Run, id)
+		out.counter(d.canc, w.Cancelled, id)
+		out.counter(d.pan, w.Panics, id)
+		out.counter(d.batch, w.Batches, id)
 		sum += w.BatchSizeSum
 		for b, n := range w.BatchSizes {
 			buckets[b] += n
@@ -96,12 +102,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	// Cumulative buckets; the last (+Inf) bucket is implied by count. The
 	// count is taken from the buckets so that the histogram is consistent
 	// even though Batches and BatchSizes are read at different instants.
-	cum := make(map[float64]uint64, NumBatchBuckets-1)
+	cum := make(map[float64]uint64, sched.NumBatchBuckets-1)
 	var acc uint64
-	for b := 0; b < NumBatchBuckets-1; b++ {
+	for b := 0; b < sched.NumBatchBuckets-1; b++ {
 		acc += buckets[b]
-		cum[BatchBucketUpperBound(b)] = acc
+		cum[sched.BatchBucketUpperBound(b)] = acc
 	}
-	count := acc + buckets[NumBatchBuckets-1]
-	ch <- prometheus.MustNewConstHistogram(c.size, count, float64(sum), cum)
+	count := acc + buckets[sched.NumBatchBuckets-1]
+	ch <- prometheus.MustNewConstHistogram(d.size, count, float64(sum), cum)
 }
