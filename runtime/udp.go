@@ -65,12 +65,6 @@ func (c *PacketConn) opErr(op string, addr net.Addr, err error) error {
 	if addr == nil && c.connected {
 		e.Addr = c.fd.remot
 	}
-	if e.Source == nil {
-		e.Source = nil // keep the interface nil, not a typed nil
-	}
-	if e.Addr == nil {
-		e.Addr = nil
-	}
 	return e
 }
 
@@ -78,11 +72,7 @@ func (c *PacketConn) opErr(op string, addr net.Addr, err error) error {
 // "raw-control", "raw-read", "raw-write"): Go's net names the local
 // address as Addr there, and no Source.
 func (c *PacketConn) setErr(op string, err error) error {
-	e := &net.OpError{Op: op, Net: c.fd.net, Addr: c.fd.local, Err: err}
-	if e.Addr == nil {
-		e.Addr = nil
-	}
-	return e
+	return &net.OpError{Op: op, Net: c.fd.net, Addr: c.fd.local, Err: err}
 }
 
 // Close closes the socket: blocked reads and writes return net.ErrClosed,
