@@ -14,24 +14,6 @@ import (
 	"golang.org/x/net/nettest"
 )
 
-// tiers are the configurations every contract test runs in: each pollable
-// policy, the feature tiers turned off, and Go's net.
-var tiers = []struct {
-	name string
-	cfg  Config
-}{
-	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"async", Config{Loops: 1, Pollable: PollAsync}},
-	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},
-	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
-	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
-	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
-	{"dedicated", Config{Loops: 1, Pollable: PollRing, DedicatedLoops: true}},
-	{"scheduler-wait", Config{Loops: 2, SchedulerWait: true}},
-	{"std", Config{Backend: BackendStd}},
-}
-
 func TestNettestConn(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {

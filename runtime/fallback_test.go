@@ -1,10 +1,8 @@
 package uringrt
 
 import (
-	"bytes"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -18,15 +16,6 @@ import (
 	"github.com/uringrt/uringrt/netpoll"
 )
 
-// failSetup is a newRing hook that fails every io_uring_setup with errno,
-// as the kernel does under seccomp or kernel.io_uring_disabled (EPERM) or
-// without io_uring (ENOSYS).
-func failSetup(errno syscall.Errno) func(netpoll.Params) (*netpoll.Ring, error) {
-	return func(netpoll.Params) (*netpoll.Ring, error) {
-		return nil, &netpoll.Error{Op: "io_uring_setup", Err: errno}
-	}
-}
-
 // fixFor is what the error text must name for each cause: the way out.
 var setupFailures = []struct {
 	errno syscall.Errno
@@ -36,12 +25,6 @@ var setupFailures = []struct {
 	{syscall.EPERM, os.ErrPermission, []string{"kernel.io_uring_disabled", "seccomp"}},
 	{syscall.EACCES, os.ErrPermission, []string{"kernel.io_uring_disabled", "seccomp"}},
 	{syscall.ENOSYS, errors.ErrUnsupported, []string{"io_uring", "BackendStd"}}, // which cause: setupcause_test.go
-}
-
-// logBuffer returns a logger writing every record (debug and up) to buf.
-func logBuffer() (*slog.Logger, *bytes.Buffer) {
-	buf := new(bytes.Buffer)
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
 func TestFallbackAutoServesThroughStd(t *testing.T) {
@@ -126,24 +109,6 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 	}
 }
 
-// echoOnce dials addr through rt, writes msg and expects it back.
-func echoOnce(t testing.TB, rt *Runtime, addr, msg string) {
-	t.Helper()
-	c, err := rt.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte(msg)); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-		t.Fatalf("echo: got %q, %v; want %q", got, err, msg)
-	}
-}
-
 func TestFallbackUringFails(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, f := range setupFailures {
@@ -221,8 +186,3 @@ func TestFallbackLaterLoopFails(t *testing.T) {
 }
 
 var _ net.Listener = (*stdListener)(nil)
-
-// slogTo returns a text logger writing every record to w.
-func slogTo(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}

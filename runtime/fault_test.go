@@ -1,7 +1,6 @@
 package uringrt
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,24 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // fdHog runs a test out of descriptors. limitFDs lowers RLIMIT_NOFILE's
 // soft limit to a little above the highest open descriptor (before a

@@ -7,117 +7,12 @@ import (
 	"io"
 	"math"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// loopSum adds f over the loops of s.
-func loopSum(s Stats, f func(*LoopStats) uint64) uint64 {
-	var n uint64
-	for i := range s.Loops {
-		n += f(&s.Loops[i])
-	}
-	return n
-}
-
-// activeConns is the connections accepted and not yet closed, over all
-// loops.
-func activeConns(rt *Runtime) int64 {
-	s := rt.Stats()
-	return int64(loopSum(s, func(l *LoopStats) uint64 { return l.Accepted })) -
-		int64(loopSum(s, func(l *LoopStats) uint64 { return l.Closed }))
-}
-
-// eventually polls cond until it holds or the deadline (at most d, and
-// before the test's own deadline) passes; then it fails with cond's last
-// message.
-func eventually(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	end := time.Now().Add(d)
-	if dl, ok := t.Deadline(); ok && dl.Add(-5*time.Second).Before(end) {
-		end = dl.Add(-5 * time.Second)
-	}
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatal(msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// echoTraffic dials conns connections to addr with Go's net (so the client
-// side counts nowhere in the runtime), sends msgs messages of size bytes
-// on each, one at a time, and checks every echo. It returns the open
-// connections (the caller closes them) and the bytes sent in all.
-func echoTraffic(t *testing.T, addr string, conns, msgs, size int) ([]net.Conn, int) {
-	t.Helper()
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			for _, c := range cs[:i] {
-				c.Close()
-			}
-			t.Fatalf("dial %s: %v", addr, err)
-		}
-		cs[i] = c
-	}
-	errs := make(chan error, conns)
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.SetDeadline(time.Now().Add(20 * time.Second))
-			out := bytes.Repeat([]byte{byte('a' + i%26)}, size)
-			in := make([]byte, size)
-			for m := 0; m < msgs; m++ {
-				if _, err := c.Write(out); err != nil {
-					errs <- fmt.Errorf("conn %d msg %d: write: %w", i, m, err)
-					return
-				}
-				if _, err := io.ReadFull(c, in); err != nil {
-					errs <- fmt.Errorf("conn %d msg %d: read: %w", i, m, err)
-					return
-				}
-				if !bytes.Equal(in, out) {
-					errs <- fmt.Errorf("conn %d msg %d: echo %q, want %q", i, m, in, out)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		for _, c := range cs {
-			c.Close()
-		}
-		t.Fatal(err)
-	}
-	return cs, conns * msgs * size
-}
-
-func closeAll(cs []net.Conn) {
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
-// newMetricsRT starts a runtime that counts (Config.Metrics).
-func newMetricsRT(t *testing.T, cfg Config) *Runtime {
-	t.Helper()
-	cfg.Metrics = true
-	return newRT(t, cfg)
-}
 
 // TestMetricsCallbackEcho checks that the counters move by what a known
 // number of echoes through the callback API implies.

@@ -1,7 +1,5 @@
 package uringrt
 
-// Bounded memory and bursts: slow peers, backpressure, full rings.
-
 import (
 	"errors"
 	"fmt"
@@ -12,21 +10,11 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
 
 // ---- bounded memory ----
-
-// relSmallBufDialer dials with 16 KiB socket buffers set before connect, so
-// a peer that does not read fills the path quickly.
-var relSmallBufDialer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-	return rc.Control(func(fd uintptr) {
-		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
-		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 16<<10)
-	})
-}}
 
 // TestCallbackBackpressure: a peer that writes a lot and does not read
 // makes the server's queued output reach MaxWriteBuffer; the loop then

@@ -146,15 +146,3 @@ func runChurn(t *testing.T, addrs []string, dur time.Duration, workers int) (int
 	wg.Wait()
 	return done.Load(), failed.Load()
 }
-
-// raceBuild reports whether the test binary was built with -race.
-func raceBuild() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				return true
-			}
-		}
-	}
-	return false
-}

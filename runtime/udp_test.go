@@ -133,46 +133,6 @@ func mustListen(t *testing.T, s udpSide, network, addr string) udpConn {
 	return c
 }
 
-// stdPeer is the other end of every script: a Go net socket.
-func stdPeer(t *testing.T, network, addr string) *net.UDPConn {
-	t.Helper()
-	pc, err := net.ListenPacket(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	return pc.(*net.UDPConn)
-}
-
-func udpAddrOf(c net.PacketConn) *net.UDPAddr { return c.LocalAddr().(*net.UDPAddr) }
-
-// loopbackTo is the address to send to c's port on 127.0.0.1.
-func loopbackTo(c net.PacketConn) *net.UDPAddr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: udpAddrOf(c).Port}
-}
-
-// sameAddr says whether a received sender address is the peer's (an
-// AF_INET6 socket sees IPv4 senders IPv4-mapped).
-func sameAddr(got net.Addr, peer *net.UDPAddr) bool {
-	ua, ok := got.(*net.UDPAddr)
-	if !ok || ua == nil {
-		return false
-	}
-	return ua.Port == peer.Port && ua.IP.Equal(peer.IP)
-}
-
-// payload is a datagram of n bytes numbered seq.
-func payload(seq, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(seq*7 + i)
-	}
-	if n >= 4 {
-		binary.BigEndian.PutUint32(b, uint32(seq))
-	}
-	return b
-}
-
 const udpScriptTimeout = 10 * time.Second
 
 var udpScripts = []udpScript{
