@@ -110,7 +110,7 @@ const (
 // Defaults used when a Config field is zero.
 const (
 	DefaultRingEntries    = 1024                  // SQEs per ring (the CQ holds 4x as many CQEs)
-	DefaultWaitLatency    = 10 * time.Microsecond // latency batched waiting may add (BENCHMARKS.md, session 7)
+	DefaultWaitLatency    = 10 * time.Microsecond // latency batched waiting may add (BENCHMARKS.md)
 	DefaultMaxWriteBuffer = 4 << 20               // bytes queued per connection
 	DefaultWorkers        = 20                    // fixed-pool worker goroutines
 	DefaultBufferSize     = 4096                  // bytes per provided buffer
@@ -197,9 +197,9 @@ type Config struct {
 
 	// WaitLatency bounds the latency batched waiting may add: a loop waiting
 	// for more than one CQE returns after this long with what it has. 0
-	// means DefaultWaitLatency (10µs; 50µs before session 7, which cost
-	// the callback API 10 % of its msgs/s at 100-1000 connections in
-	// closed loop: each under-filled wait ran to the bound).
+	// means DefaultWaitLatency (10µs; 50µs cost the callback API 10 % of
+	// its msgs/s at 100-1000 connections in closed loop: each under-filled
+	// wait ran to the bound).
 	WaitLatency time.Duration
 	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
 	// the kernel's flags for pending task_work and overflowed CQEs
