@@ -1,5 +1,7 @@
 package uringrt
 
+// Bounded memory and bursts: slow peers, backpressure, full rings.
+
 import (
 	"errors"
 	"fmt"

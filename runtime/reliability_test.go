@@ -1,5 +1,9 @@
 package uringrt
 
+// Reliability under load, faults and bad input (issue 8): nothing lost,
+// nothing leaked, no crash. Every peer is on loopback and every loop is
+// bounded in count and time. See docs/RELIABILITY.md.
+
 import (
 	"fmt"
 	"math/rand"
