@@ -154,38 +154,25 @@ func TestEchoManyConns(t *testing.T) {
 			relAcceptEcho(new(sync.WaitGroup), ln)
 			defer ln.Close()
 			const conns, msgs = 50, 50
-			var wg sync.WaitGroup
-			errs := make(chan error, conns)
-			for i := 0; i < conns; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					c, err := rt.Dial("tcp", ln.Addr().String())
-					if err != nil {
-						errs <- err
-						return
+			inParallel(t, conns, func(i int) error {
+				c, err := rt.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				buf := make([]byte, 100)
+				for m := 0; m < msgs; m++ {
+					msg := bytes.Repeat([]byte{byte(i + m)}, 1+m)
+					if _, err := c.Write(msg); err != nil {
+						return err
 					}
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(10 * time.Second))
-					buf := make([]byte, 100)
-					for m := 0; m < msgs; m++ {
-						msg := bytes.Repeat([]byte{byte(i + m)}, 1+m)
-						if _, err := c.Write(msg); err != nil {
-							errs <- err
-							return
-						}
-						if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
-							errs <- errors.Join(err, errors.New("mismatch"))
-							return
-						}
+					if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
+						return errors.Join(err, errors.New("mismatch"))
 					}
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
+				}
+				return nil
+			})
 		})
 	}
 }

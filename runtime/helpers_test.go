@@ -907,14 +907,21 @@ func raceBuild() bool {
 // and fails t on the first error.
 func streamEchoAll(t *testing.T, addr string, conns, n int) {
 	t.Helper()
+	inParallel(t, conns, func(i int) error { return streamEcho(addr, n, byte(i)) })
+}
+
+// inParallel runs f(0) ... f(n-1) on n goroutines, waits for all, and
+// fails t on the first error.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, conns)
-	for i := 0; i < conns; i++ {
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			errs <- streamEcho(addr, n, byte(i))
-		}(i)
+			errs <- f(i)
+		}()
 	}
 	wg.Wait()
 	close(errs)

@@ -14,6 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// customKeepAlive is a KeepAliveConfig unlike Go's defaults in every field.
+var customKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 31 * time.Second, Interval: 7 * time.Second, Count: 4}
+
 // kaState is a socket's keep-alive settings as the kernel has them.
 type kaState struct{ on, idle, intvl, cnt int }
 
@@ -72,7 +75,6 @@ func stdKeepAlive(t *testing.T, nd *net.Dialer, nl *net.ListenConfig) (dialed, a
 // Dialer's and ListenConfig's KeepAlive / KeepAliveConfig mean what
 // net.Dialer's and net.ListenConfig's do: compared with Go's net.
 func TestKeepAliveLikeStd(t *testing.T) {
-	custom := net.KeepAliveConfig{Enable: true, Idle: 31 * time.Second, Interval: 7 * time.Second, Count: 4}
 	cases := []struct {
 		name   string
 		ka     time.Duration
@@ -83,7 +85,7 @@ func TestKeepAliveLikeStd(t *testing.T) {
 		{name: "defaults"},
 		{name: "off", ka: -1, lka: -1},
 		{name: "period", ka: 20 * time.Second, lka: 1500 * time.Millisecond},
-		{name: "config", kaCfg: custom, lkaCfg: custom},
+		{name: "config", kaCfg: customKeepAlive, lkaCfg: customKeepAlive},
 	}
 	for _, tier := range optTiers {
 		t.Run(tier.name, func(t *testing.T) {
@@ -201,7 +203,6 @@ func TestConnKeepAliveSetters(t *testing.T) {
 // the listening socket (Linux copies them on accept) instead of five
 // setsockopt calls each.
 func TestAcceptedInheritListenerOptions(t *testing.T) {
-	custom := net.KeepAliveConfig{Enable: true, Idle: 31 * time.Second, Interval: 7 * time.Second, Count: 4}
 	cases := []struct {
 		name string
 		lka  time.Duration
@@ -209,7 +210,7 @@ func TestAcceptedInheritListenerOptions(t *testing.T) {
 	}{
 		{name: "defaults"},
 		{name: "off", lka: -1},
-		{name: "config", cfg: custom},
+		{name: "config", cfg: customKeepAlive},
 	}
 	rt := newRT(t, Config{Loops: 1})
 	for _, tc := range cases {

@@ -132,12 +132,7 @@ func (c *PacketConn) SetReadDeadline(t time.Time) error {
 	if c.std != nil {
 		return c.std.SetReadDeadline(t)
 	}
-	fd := c.fd
-	if fd.closing.Load() {
-		return c.setErr("set", net.ErrClosed)
-	}
-	fd.rdl.set(t, fd.rd.interrupt)
-	return nil
+	return c.setDeadline(&c.fd.rdl, t, c.fd.rd.interrupt)
 }
 
 // SetWriteDeadline sets the deadline for writes, pending ones included.
@@ -145,11 +140,16 @@ func (c *PacketConn) SetWriteDeadline(t time.Time) error {
 	if c.std != nil {
 		return c.std.SetWriteDeadline(t)
 	}
-	fd := c.fd
-	if fd.closing.Load() {
+	return c.setDeadline(&c.fd.wdl, t, c.fd.wr.interrupt)
+}
+
+// setDeadline sets d to t; when it passes, wake interrupts the parked
+// reader or writer.
+func (c *PacketConn) setDeadline(d *deadline, t time.Time, wake func()) error {
+	if c.fd.closing.Load() {
 		return c.setErr("set", net.ErrClosed)
 	}
-	fd.wdl.set(t, fd.wr.interrupt)
+	d.set(t, wake)
 	return nil
 }
 

@@ -45,28 +45,18 @@ type poolDescs struct {
 }
 
 func newPoolDescs(pool string) poolDescs {
-	const ns, sub = "uringrt", "worker"
 	cl := prometheus.Labels{"pool": pool}
 	wl := []string{"worker"}
+	d := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName("uringrt", "worker", name), help, labels, cl)
+	}
 	return poolDescs{
-		depth: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "queue_depth"),
-			"Works handed to the worker and not yet finished (shared pools: works in the shared list, worker=\"shared\").",
-			wl, cl),
-		run: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "works_run_total"),
-			"Works whose function the worker called, including ones that panicked.",
-			wl, cl),
-		canc: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "works_cancelled_total"),
-			"Works the worker skipped because they were cancelled before starting.",
-			wl, cl),
-		pan: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "panics_total"),
-			"Works that panicked on the worker and were recovered.",
-			wl, cl),
-		batch: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "batches_total"),
-			"Batches the worker took (fixed pool: whole private list; shared pool: one work).",
-			wl, cl),
-		size: prometheus.NewDesc(prometheus.BuildFQName(ns, sub, "batch_size"),
-			"Works per batch taken by the pool's workers.",
-			nil, cl),
+		depth: d("queue_depth", "Works handed to the worker and not yet finished (shared pools: works in the shared list, worker=\"shared\").", wl),
+		run:   d("works_run_total", "Works whose function the worker called, including ones that panicked.", wl),
+		canc:  d("works_cancelled_total", "Works the worker skipped because they were cancelled before starting.", wl),
+		pan:   d("panics_total", "Works that panicked on the worker and were recovered.", wl),
+		batch: d("batches_total", "Batches the worker took (fixed pool: whole private list; shared pool: one work).", wl),
+		size:  d("batch_size", "Works per batch taken by the pool's workers.", nil),
 	}
 }
 
