@@ -171,26 +171,24 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	fd := c.fd
-	if fd.closing.Load() {
-		return fd.opError("set", net.ErrClosed)
-	}
-	fd.rdl.set(t, func() {
-		fd.rd.interrupt()
-		fd.cancelIO(&fd.rop)
-	})
-	return nil
+	return c.setDeadline(&c.fd.rdl, t, &c.fd.rd, &c.fd.rop)
 }
 
 // SetWriteDeadline sets the deadline for Write calls, pending ones included.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(&c.fd.wdl, t, &c.fd.wr, &c.fd.wop)
+}
+
+// setDeadline sets d to t; when it passes, the goroutine parked on pd is
+// woken and o, if in flight, is cancelled.
+func (c *Conn) setDeadline(d *deadline, t time.Time, pd *pollDesc, o *op) error {
 	fd := c.fd
 	if fd.closing.Load() {
 		return fd.opError("set", net.ErrClosed)
 	}
-	fd.wdl.set(t, func() {
-		fd.wr.interrupt()
-		fd.cancelIO(&fd.wop)
+	d.set(t, func() {
+		pd.interrupt()
+		fd.cancelIO(o)
 	})
 	return nil
 }
