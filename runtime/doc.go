@@ -126,16 +126,18 @@
 // # Kernel requirements
 //
 // io_uring needs Linux 5.1; uringrt wants 5.19+ and is best on 6.1+. Each
-// feature is probed once at New and used only when present; Config's
-// Disable* switches turn them off to reproduce older kernels:
+// feature is probed once at New and used only when present; the Disable*
+// switches of package experiment (Config.Switches) turn them off to
+// reproduce older kernels:
 //
-//	5.7   FAST_POLL: PollRing's recv/send are poll-armed inside the kernel
-//	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (Config.IOWQMaxWorkers)
+//	5.7   FAST_POLL: experiment.PollRing's recv/send are poll-armed inside
+//	      the kernel
+//	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (IOWQMaxWorkers)
 //	5.19  multishot accept and poll, provided buffer rings (DisableMultishot,
 //	      DisableBufRing: single-shot ops and per-connection buffers instead)
 //	6.0   multishot recv (callback API)
-//	6.1   SINGLE_ISSUER|DEFER_TASKRUN: batched task_work (DisableDeferTaskrun:
-//	      COOP_TASKRUN instead)
+//	6.1   SINGLE_ISSUER|DEFER_TASKRUN for Config.LockedLoops: batched
+//	      task_work (DisableDeferTaskrun: COOP_TASKRUN instead)
 //	6.10  recv bundles: a callback recv CQE carries as many provided
 //	      buffers as the socket has data for (DisableRecvBundles)
 //	6.12  min-wait in io_uring_enter's EXT_ARG (WaitLatency without a timer)
@@ -144,37 +146,26 @@
 // kernel.io_uring_disabled, or Docker's default seccomp profile (EPERM).
 // See deploy/ for a seccomp profile that allows it.
 //
-// # Pollable policies
+// # Pollable requests
 //
-// Config.Pollable picks how socket reads, writes and accepts wait, after
-// Linux commit 90fa02883f ("io_uring: async hybrid mode for pollable
-// requests"):
-//
-//	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
-//	             caller parks until a poll CQE of the completion batch wakes
-//	             it. Reads park on one multishot POLLIN armed when the
-//	             connection opens and kept for its life (one SQE per
-//	             connection, not per Read; a readiness that comes while
-//	             nobody waits is remembered, as in Go's netpoll); after a
-//	             short read the next Read waits for that CQE instead of a recv
-//	             that would say EAGAIN. Writes arm a one-shot POLLOUT on
-//	             EAGAIN. No goroutine or kernel worker blocks on a socket.
-//	PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
-//	             poll-arms it internally.
-//	PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
-//	             socket (bounded by IOWQMaxWorkers).
-//	PollBlocking the behaviour the commit replaced: each operation blocks a
-//	             worker of a bounded pool (Config.Workers) on one socket.
-//
-// The last two exist to measure the first against them (BENCHMARKS.md).
+// Socket reads, writes and accepts are pollable requests: each is tried
+// nonblocking in the caller; on EAGAIN the caller parks until a poll CQE of
+// the completion batch wakes it (the async hybrid mode of Linux commit
+// 90fa02883f). Reads park on one multishot POLLIN armed when the connection
+// opens and kept for its life (one SQE per connection, not per Read; a
+// readiness that comes while nobody waits is remembered, as in Go's
+// netpoll); after a short read the next Read waits for that CQE instead of
+// a recv that would say EAGAIN. Writes arm a one-shot POLLOUT on EAGAIN. No
+// goroutine or kernel worker blocks on a socket. The policies this one is
+// measured against are in package experiment (BENCHMARKS.md).
 //
 // # How it works
 //
 //	user goroutines                     loops (Config.Loops, default GOMAXPROCS)
 //	---------------                     ----------------------------------------
-//	Conn.Read ---- recv(2) nonblock     loop 0: one goroutine locked to one OS
-//	  | EAGAIN                            thread, owning ring 0 (SINGLE_ISSUER|
-//	  v                                   DEFER_TASKRUN)
+//	Conn.Read ---- recv(2) nonblock     loop 0: one goroutine owning ring 0,
+//	  | EAGAIN                            parked in Go's netpoller on its fd
+//	  v                                   (LockedLoops: on its own thread)
 //	park on pollDesc <----- wake ----+      +-------------------------------+
 //	                        (batch)  |      | take queued requests (MPSC)   |
 //	Conn.Write --- send(2) nonblock  |      | prep SQEs                     |
@@ -187,14 +178,12 @@
 //	Serve(ln, Handler):                     loop 1 .. n-1: the same, own ring
 //	  multishot accept -> multishot recv
 //	  (provided buffer ring) -> OnData      sched fixed pool (Config.Workers):
-//	  on the loop -> CallbackConn.Write       PollBlocking ops, MayBlocker
+//	  on the loop -> CallbackConn.Write       blocking-policy ops, MayBlocker
 //	  queues -> one send per conn per         handlers (per-connection key)
 //	  iteration
 //
 // Only a loop touches its ring. Other goroutines post requests and wake the
-// loop through an eventfd only when it sleeps. With Config.IdlePoll a loop
-// that finds nothing to reap first busy-polls its CQ, the kernel's
-// pending-task_work flag and its queue for that long before it sleeps. A connection belongs to one
+// loop through an eventfd only when it sleeps. A connection belongs to one
 // loop for its life.
 package uringrt
 
@@ -208,8 +197,8 @@ package uringrt
 //	loop_yield.go  a yield before blocking when goroutines are still
 //	               runnable on the P the loop got back (GOMAXPROCS 1), and
 //	               one every 500 us of held P under sustained load
-//	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
-//	               of io_uring_enter, the loop a goroutine, not a locked thread
+//	loop_gowait.go the default wait, in Go's netpoller instead of
+//	               io_uring_enter: the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
 //	               loop that has exited (handleDead)
 //	op.go          an op's whole life: arm, the slot table keyed by
@@ -231,8 +220,8 @@ package uringrt
 //	               set up; std.go BackendStd
 //	netfd.go       a socket's state; polldesc.go, deadline.go parking
 //	conn.go        Conn: Read, Write, Close, deadlines, options
-//	pollable.go    the Config.Pollable policy Conn.Read and Write call:
-//	               pollable_hybrid.go (nonblock try, then poll arm),
+//	pollable.go    the pollable policy (experiment.Pollable) Conn.Read and
+//	               Write call: pollable_hybrid.go (nonblock try, then poll arm),
 //	               pollable_ring.go (PollRing, PollAsync),
 //	               pollable_blocking.go (a fixed worker blocks)
 //	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);

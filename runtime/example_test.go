@@ -8,7 +8,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/uringrt/uringrt/runtime"
+	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
 // ExampleListen serves an echo with the package-level Listen, the drop-in
@@ -86,9 +86,8 @@ func ExampleRuntime_Serve() {
 // its counters; package runtime/uringprom exports them to Prometheus.
 func ExampleNew() {
 	rt, err := uringrt.New(uringrt.Config{
-		Loops:    2,                      // two rings, each on its own locked OS thread
+		Loops:    2,                      // two rings, each driven by its own loop
 		Backend:  uringrt.BackendAuto,    // io_uring, else Go's net with one warning
-		Pollable: uringrt.PollHybrid,     // nonblocking try, then poll arm
 		Metrics:  true,                   // count bytes and ring events for Stats
 		MaxConns: 10000,                  // per listener
 		Workers:  uringrt.DefaultWorkers, // for MayBlocker handlers

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // procStatusBytes returns a "kB" field of /proc/self/status (VmRSS, VmHWM)
@@ -479,14 +480,14 @@ func idleClients(t testing.TB, addr string, n int) (closeAll func()) {
 type faultServer struct {
 	name     string
 	callback bool
-	pollable Pollable
+	pollable experiment.Pollable
 }
 
 // faultServers lists the callback API, then the net.Conn API under every
 // pollable policy ("conn-hybrid", ...).
 func faultServers() []faultServer {
-	servers := []faultServer{{"callback", true, PollHybrid}}
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
+	servers := []faultServer{{"callback", true, experiment.PollHybrid}}
+	for _, p := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing, experiment.PollAsync, experiment.PollBlocking} {
 		servers = append(servers, faultServer{"conn-" + p.String(), false, p})
 	}
 	return servers
@@ -505,7 +506,7 @@ type faultEcho struct {
 // caller defers abort, and calls stop as the case ends.
 func startFaultEcho(t *testing.T, s faultServer, listen func(rt *Runtime) (net.Listener, error)) *faultEcho {
 	t.Helper()
-	rt, err := New(Config{Loops: 2, Backend: BackendUring, Pollable: s.pollable})
+	rt, err := New(Config{Loops: 2, Backend: BackendUring, Switches: experiment.Switches{Pollable: s.pollable}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,8 +562,8 @@ var optTiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 1, Pollable: PollRing}},
-	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 4}},
+	{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	{"std", Config{Backend: BackendStd}},
 }
 
@@ -584,14 +585,14 @@ var tiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"async", Config{Loops: 1, Pollable: PollAsync}},
-	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},
-	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
-	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
-	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
-	{"dedicated", Config{Loops: 1, Pollable: PollRing, DedicatedLoops: true}},
-	{"scheduler-wait", Config{Loops: 2, SchedulerWait: true}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
+	{"blocking", Config{Loops: 1, Workers: 8, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}},
+	{"nobatch", Config{Loops: 1, Switches: experiment.Switches{WaitBatch: experiment.WaitBatchOff}}},
+	{"idlepoll", Config{Loops: 1, LockedLoops: true, IdlePoll: 100 * time.Microsecond, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"dedicated", Config{Loops: 1, LockedLoops: true, DedicatedLoops: true, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
 	{"std", Config{Backend: BackendStd}},
 }
 
@@ -867,12 +868,12 @@ var relCbTiers = []struct {
 	blocking bool
 }{
 	{"bufring-multishot", Config{Loops: 2}, false},
-	{"no-bundles", Config{Loops: 1, DisableRecvBundles: true}, false},
-	{"no-bufring", Config{Loops: 1, DisableBufRing: true}, false},
-	{"no-multishot", Config{Loops: 1, DisableMultishot: true}, false},
-	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}, false},
+	{"no-bundles", Config{Loops: 1, Switches: experiment.Switches{DisableRecvBundles: true}}, false},
+	{"no-bufring", Config{Loops: 1, Switches: experiment.Switches{DisableBufRing: true}}, false},
+	{"no-multishot", Config{Loops: 1, Switches: experiment.Switches{DisableMultishot: true}}, false},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}, false},
 	{"blocking-handler", Config{Loops: 1, Workers: 4}, true},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}, false},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}, false},
 	{"std", Config{Backend: BackendStd}, false},
 }
 
@@ -1017,3 +1018,13 @@ func discard(c net.Conn) <-chan int64 {
 	}()
 	return ch
 }
+
+// EchoHandler is the tests' callback echo: it writes every byte it
+// receives back with WriteNoCopy (buffer lending for runs of 2 KiB or more).
+type EchoHandler struct{}
+
+func (EchoHandler) OnOpen(*CallbackConn) {}
+
+func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
+
+func (EchoHandler) OnClose(*CallbackConn, error) {}

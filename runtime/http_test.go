@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // httpTiers are the net.Conn (callback-free) configurations net/http runs on.
@@ -22,8 +24,8 @@ var httpTiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}},
 }
 
 // echoPath answers GET /p with "hello /p" and POST with its body. It reads

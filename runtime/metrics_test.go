@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestMetricsCallbackEcho checks that the counters move by what a known
@@ -73,8 +75,8 @@ func TestMetricsConnEcho(t *testing.T) {
 		cfg  Config
 	}{
 		{"hybrid", Config{Loops: 2}},
-		{"ring", Config{Loops: 1, Pollable: PollRing}},
-		{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 4}},
+		{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+		{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newMetricsRT(t, tc.cfg)
@@ -97,7 +99,7 @@ func TestMetricsConnEcho(t *testing.T) {
 				t.Errorf("writes %v, want >= %d", w, conns*msgs)
 			}
 			switch tc.cfg.Pollable {
-			case PollHybrid:
+			case experiment.PollHybrid:
 				// Each echo's next Read finds nothing yet: EAGAIN, poll arm.
 				if armed == 0 {
 					t.Error("hybrid: no read was poll_armed")
@@ -108,11 +110,11 @@ func TestMetricsConnEcho(t *testing.T) {
 				if loopSum(s, func(l *LoopStats) uint64 { return l.PollArms }) == 0 {
 					t.Error("hybrid: PollArms did not move")
 				}
-			case PollRing:
+			case experiment.PollRing:
 				if armed != reads {
 					t.Errorf("ring: %v of %v reads poll_armed, want all", armed, reads)
 				}
-			case PollBlocking:
+			case experiment.PollBlocking:
 				if n := s.BlockingWait.Count; n < conns*msgs {
 					t.Errorf("BlockingWait count = %v, want >= %d", n, conns*msgs)
 				}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- bounded memory ----
@@ -281,9 +283,9 @@ func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
 // connections (ring policy: every op is an SQE): the SQ fills and the loop
 // submits and retries; every byte arrives intact.
 func TestBurstConnAPISQFull(t *testing.T) {
-	for _, pol := range []Pollable{PollHybrid, PollRing} {
+	for _, pol := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing} {
 		t.Run(pol.String(), func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Metrics: true})
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Metrics: true, Switches: experiment.Switches{Pollable: pol}})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
 			// Whether the burst itself fills the SQ depends on how far

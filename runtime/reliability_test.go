@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- helpers ----
@@ -24,7 +26,7 @@ func relPattern(i int64) byte { return byte(i % 251) }
 // policy, and Go's net.
 func TestTiersCoverFeatureSwitches(t *testing.T) {
 	var allOff, std bool
-	pol := map[Pollable]bool{}
+	pol := map[experiment.Pollable]bool{}
 	for _, tr := range tiers {
 		c := tr.cfg
 		allOff = allOff || c.DisableDeferTaskrun && c.DisableMultishot && c.DisableBufRing

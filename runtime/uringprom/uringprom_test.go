@@ -20,6 +20,7 @@ import (
 
 	"github.com/uringrt/uringrt/deploy"
 	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/experiment"
 	"github.com/uringrt/uringrt/runtime/uringprom"
 )
 
@@ -176,7 +177,7 @@ func TestFamilies(t *testing.T) {
 		cfg  uringrt.Config
 	}{
 		{"uring", uringrt.Config{Loops: 2, Backend: uringrt.BackendUring}},
-		{"blocking", uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, Pollable: uringrt.PollBlocking, Workers: 2}},
+		{"blocking", uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, Workers: 2, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, reg := newRT(t, tc.cfg)
