@@ -241,9 +241,11 @@ package uringrt
 //	               Write of OnData's data sends the provided buffers
 //	               themselves); budget.go the memory budget; idle.go
 //	               IdleTimeout
-//	udp.go         PacketConn: udp_listen.go constructors, udp_read.go,
-//	               udp_write.go, udp_batch.go, udp_multishot.go (multishot
-//	               recvmsg), udp_options.go, udp_rawconn.go, udp_sys.go
+//	udp_conn.go    PacketConn and its one seam, udpSocket: a loop's ringUDP
+//	               or, under BackendStd, Go's *net.UDPConn (stdUDP)
+//	udp.go         ringUDP: udp_read.go, udp_write.go, udp_batch.go,
+//	               udp_rawconn.go; udp_multishot.go (multishot recvmsg),
+//	               udp_listen.go constructors, udp_options.go, udp_sys.go
 //	               (sockaddrs and cmsgs), udp_metrics.go
 //	metrics.go     the loops' counters; stats.go Runtime.Stats, which reads
 //	               them (package uringprom exports them to Prometheus)

@@ -1028,3 +1028,12 @@ func (EchoHandler) OnOpen(*CallbackConn) {}
 func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
 
 func (EchoHandler) OnClose(*CallbackConn, error) {}
+
+// udpRingOf returns pc's multishot recvmsg (Config.UDPRecvMultishot), nil
+// when it has none or runs on Go's net.
+func udpRingOf(pc *PacketConn) *udpRing {
+	if r, ok := pc.sock.(*ringUDP); ok {
+		return r.ur
+	}
+	return nil
+}
