@@ -270,6 +270,15 @@ func (l *loop) run() {
 // connections then never sleeps between batches (1.22-1.28x msgs/s at
 // 0.78-0.82x CPU per message, BENCHMARKS.md).
 func (l *loop) setRawSubmit() {
+	if l.gw != nil {
+		// A loop that parks in Go's netpoller never sleeps in an enter,
+		// and every enter it makes through Syscall6 lets sysmon move it
+		// to another thread when the enter outlasts a tick: the ops it
+		// armed there then run their COOP_TASKRUN task_work on that
+		// thread, waking it from its idle sleep for every completion.
+		l.ring.SetRawSubmitMax(l.ring.SQEntries())
+		return
+	}
 	if 2*l.polls > l.inflight {
 		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
 	} else {
