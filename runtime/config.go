@@ -66,8 +66,8 @@ const (
 
 // Config configures a Runtime. The zero value is a working configuration.
 // Fields come in three groups: the core (loops, backend, metrics, limits),
-// tuning a loop, and experiment switches that reproduce the seed
-// experiments and older kernels.
+// tuning a loop, and experiment switches that reproduce the comparisons
+// of BENCHMARKS.md and older kernels.
 type Config struct {
 	// Loops is the number of event loops (rings); 0 means GOMAXPROCS.
 	Loops int
@@ -165,7 +165,7 @@ type Config struct {
 	// does not hand the P to another thread when the wait passes its 20 µs
 	// tick and the loop thread does not queue for a P when it wakes. That
 	// hand-off is most of the context switches of a busy callback-API
-	// server (BENCHMARKS.md, seed 3). The price: other goroutines cannot
+	// server (BENCHMARKS.md). The price: other goroutines cannot
 	// use that P meanwhile; Go's preemption (after 10 ms) and GC still
 	// interrupt the wait. For a process that is mostly the server, with
 	// GOMAXPROCS above Loops or with little else to run. After a wait that
@@ -201,16 +201,16 @@ type Config struct {
 	BufferSize, Buffers int
 
 	// Switches are the experiment switches (package experiment) that
-	// reproduce the seed experiments and older kernels; a server leaves
-	// them at their zero value.
+	// reproduce the comparisons of BENCHMARKS.md and older kernels; a
+	// server leaves them at their zero value.
 	experiment.Switches
 
 	// IncrementalBuffers registers the provided buffer ring with
 	// IOU_PBUF_RING_INC (needs Linux 6.12+; whole buffers where the kernel
 	// refuses it): with the default sizes, 128 buffers of 32 KiB, so one
 	// recv CQE carries up to 32 KiB of a stream. Off by default: side by
-	// side on an idle machine (BENCHMARKS.md) it cut config iii's msgs/s to
-	// 0.80x of the whole-buffer ring at the same CPU per message, while
-	// config iv used 0.84x the CPU.
+	// side on an idle machine (BENCHMARKS.md) it cut a 10-connection 4 KiB
+	// echo's msgs/s to 0.80x of the whole-buffer ring at the same CPU per
+	// message, while bulk transfer used 0.84x the CPU.
 	IncrementalBuffers bool
 }
