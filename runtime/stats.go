@@ -29,8 +29,8 @@ type Stats struct {
 	// With BackendUring it always holds EMFILE, ENFILE, ENOBUFS and ENOMEM
 	// (0 before the first), the failures an operator alerts on.
 	AcceptErrors map[string]uint64
-	// BlockingWait is the time PollBlocking operations waited in the
-	// worker pool's queue for a worker, in seconds, over all loops.
+	// BlockingWait is the time experiment.PollBlocking operations waited
+	// in the worker pool's queue for a worker, in seconds, over all loops.
 	BlockingWait Histogram
 	// Loops holds one entry per event loop, in loop order; none with
 	// BackendStd.
