@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
@@ -52,6 +54,7 @@ type loop struct {
 	runq        *runnableProbe // nil: never yield for stranded goroutines
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
+	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
@@ -186,6 +189,9 @@ func (l *loop) run() {
 	defer close(l.done)
 	idle := loopIdleWait
 	for {
+		if l.gw != nil {
+			l.tid = int32(unix.Gettid()) // a raw system call, no allocation
+		}
 		l.drainQueue()
 		l.resendCancels()
 		l.flushCB()
