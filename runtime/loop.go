@@ -274,7 +274,7 @@ func (l *loop) run() {
 // long submission lets them run meanwhile. Otherwise nothing waits for the
 // P and submissions up to rawSubmitMax are raw: the callback API with 10
 // connections then never sleeps between batches (1.22-1.28x msgs/s at
-// 0.78-0.82x CPU per message, BENCHMARKS.md session 8).
+// 0.78-0.82x CPU per message, BENCHMARKS.md).
 func (l *loop) setRawSubmit() {
 	if l.gw != nil {
 		// A loop that parks in Go's netpoller never sleeps in an enter,

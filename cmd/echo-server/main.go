@@ -30,6 +30,7 @@ import (
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/runtime/experiment"
+	"github.com/uringrt/uringrt/runtime/uringprom"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -165,13 +166,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.batch == "off" {
 		cfg.WaitBatch = experiment.WaitBatchOff
 	}
-	if o.metricsAddr != "" {
-		cfg.Registerer = reg
-	}
+	cfg.Metrics = o.metricsAddr != ""
 	rt, err := uringrt.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 1
+	}
+	if cfg.Metrics {
+		if err := uringprom.Register(reg, rt); err != nil {
+			rt.Close()
+			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
+			return 1
+		}
 	}
 	if o.network == "udp" {
 		return runUDP(rt, o, reg, logger, stderr)
