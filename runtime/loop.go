@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
@@ -52,6 +54,7 @@ type loop struct {
 	runq        *runnableProbe // nil: never yield for stranded goroutines
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
+	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
@@ -187,6 +190,9 @@ func (l *loop) run() {
 	defer close(l.done)
 	idle := loopIdleWait
 	for {
+		if l.gw != nil {
+			l.tid = int32(unix.Gettid()) // a raw system call, no allocation
+		}
 		l.drainQueue()
 		l.resendCancels()
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
@@ -277,8 +283,17 @@ func (l *loop) run() {
 // long submission lets them run meanwhile. Otherwise nothing waits for the
 // P and submissions up to rawSubmitMax are raw: the callback API with 10
 // connections then never sleeps between batches (1.22-1.28x msgs/s at
-// 0.78-0.82x CPU per message, BENCHMARKS.md session 8).
+// 0.78-0.82x CPU per message, BENCHMARKS.md).
 func (l *loop) setRawSubmit() {
+	if l.gw != nil {
+		// A loop that parks in Go's netpoller never sleeps in an enter,
+		// and every enter it makes through Syscall6 lets sysmon move it
+		// to another thread when the enter outlasts a tick: the ops it
+		// armed there then run their COOP_TASKRUN task_work on that
+		// thread, waking it from its idle sleep for every completion.
+		l.ring.SetRawSubmitMax(l.ring.SQEntries())
+		return
+	}
 	if 2*l.polls > l.inflight {
 		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
 	} else {
