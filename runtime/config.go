@@ -146,7 +146,7 @@ type Config struct {
 	// for more than one CQE returns after this long with what it has. 0
 	// means DefaultWaitLatency (10µs; 50µs cost the callback API 10 % of
 	// its msgs/s at 100-1000 connections in closed loop: each under-filled
-	// wait ran to the bound).
+	// wait ran to the bound). Locked loops only (LockedLoops).
 	WaitLatency time.Duration
 	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
 	// the kernel's flags for pending task_work and overflowed CQEs
