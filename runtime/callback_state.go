@@ -126,8 +126,7 @@ func (c *CallbackConn) exitCB() {
 // state: flush and cap the output it queued, close.
 func (c *CallbackConn) afterCB() {
 	if c.wroteInCB {
-		c.wroteInCB = false
-		c.queued.Store(int64(c.outq.n))
+		c.wroteInCB = false // (c.queued follows at the flush)
 		c.markDirty()
 		c.afterQueue()
 		c.noteDrainMark()

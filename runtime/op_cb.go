@@ -234,13 +234,13 @@ func (l *loop) flushCB() {
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
 		c.dirty = false
+		c.queued.Store(int64(c.outq.n)) // OutboundBuffered, writes' caps off the loop
 		if c.sendOp.armed || c.outq.n == 0 {
 			continue
 		}
 		c.prepSend()
 		l.arm(&c.sendOp)
 		c.sendSince = l.budget.flushes // budget.go: stalled
-		c.queued.Store(int64(c.outq.n))
 		if c.tm != nil {
 			c.tm.lastWrite = monoNow() // callback_deadline.go
 		}
