@@ -2,11 +2,13 @@ package uringrt
 
 import "unsafe"
 
-// Buffer lending: the callback API's zero-copy echo and proxy path.
+// Buffer lending: the callback API's zero-copy echo path.
 //
 // OnData's data lies in provided buffers of the loop's buffer ring. When
-// the handler passes (part of) it to WriteNoCopy on a connection of the
-// same loop, the queued chunk can point at those buffers instead of a copy
+// the handler passes (part of) it to the same connection's WriteNoCopy
+// (a write to another connection takes the loop's request queue, which
+// copies: callback_state.go), the queued chunk can point at those buffers
+// instead of a copy
 // in a pooled chunk: the buffers are then not recycled after OnData but
 // when the chunk has been sent (or dropped, the connection failing), and
 // the send SQE reads the ring's memory. For a stream echo that removes the
