@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,6 +16,8 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		cfg   Config
 	}{
 		{"Loops", Config{Loops: -1}},
+		{"Loops", Config{Loops: MaxLoops + 1}},
+		{"Loops", Config{Loops: 100000}}, // accepted once: 33 s of ring setups, then a misleading fallback
 		{"Workers", Config{Workers: -1}},
 		{"MaxConns", Config{MaxConns: -3}},
 		{"MaxWriteBuffer", Config{MaxWriteBuffer: -1}},
@@ -38,6 +41,9 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("err = %v, want ErrConfig", err)
 			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("err = %v, does not name %s", err, tt.field)
+			}
 			t.Log(err)
 		})
 	}
@@ -46,4 +52,7 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		t.Fatalf("in-range config rejected: %v", err)
 	}
 	rt.Close()
+	if err := validate(&Config{Loops: MaxLoops}); err != nil {
+		t.Errorf("Loops = MaxLoops rejected: %v", err)
+	}
 }
