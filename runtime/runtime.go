@@ -64,7 +64,10 @@ type closer interface{ Close() error }
 // setup errno (EPERM under Docker's default seccomp profile or
 // kernel.io_uring_disabled, ENOSYS on kernels without io_uring), naming the
 // fix. With BackendAuto it logs that cause once as a warning and serves
-// through Go's net. Metrics are registered on cfg.Registerer; a
+// through Go's net. Running out of descriptors or memory while setting up
+// the loops (EMFILE, ENFILE, ENOMEM) is no missing io_uring: with every
+// Backend New fails with an error wrapping ErrSetupResources and the errno,
+// and can be called again once they are back. Metrics are registered on cfg.Registerer; a
 // registration conflict is returned as an error. A Config field that is
 // neither zero (its default) nor in range fails with an error wrapping
 // ErrConfig that names the field.
@@ -93,7 +96,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	rt.backend = BackendStd
 	if cfg.Backend != BackendStd {
 		if err := rt.startLoops(); err != nil {
-			if cfg.Backend == BackendUring {
+			if cfg.Backend == BackendUring || errors.Is(err, ErrSetupResources) {
 				rt.pool.Close(context.Background(), sched.CancelQueued)
 				return nil, err
 			}
@@ -127,7 +130,7 @@ func (rt *Runtime) startLoops() error {
 		l, err := startLoop(rt, i)
 		if err != nil {
 			rt.stopLoops()
-			return noIOUringOn(fmt.Errorf("loop %d: %w", i, err), rt.host())
+			return setupFailure(fmt.Errorf("loop %d: %w", i, err), rt.host)
 		}
 		rt.loops = append(rt.loops, l)
 	}
@@ -139,7 +142,7 @@ func (rt *Runtime) startLoops() error {
 func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (netpoll.Features, error) {
 	r, err := newRing(netpoll.Params{Entries: 4})
 	if err != nil {
-		return netpoll.Features{Kernel: netpoll.KernelRelease()}, noIOUringOn(err, host())
+		return netpoll.Features{Kernel: netpoll.KernelRelease()}, setupFailure(err, host)
 	}
 	r.Close()
 	return netpoll.ProbeFeatures()
