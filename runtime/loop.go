@@ -8,7 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // loop owns one ring on one locked OS thread. Other goroutines reach it only
@@ -52,6 +55,7 @@ type loop struct {
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
 	closes      closeQueue     // fds ready for close(2), a budget per iteration (close.go)
+	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
@@ -71,7 +75,7 @@ type loop struct {
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
-	gw    *goWaiter // SchedulerWait's park on the ring fd (loop_gowait.go), nil otherwise
+	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
 }
 
@@ -79,7 +83,7 @@ type loop struct {
 func startLoop(rt *Runtime, id int) (*loop, error) {
 	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
 	errc := make(chan error, 1)
-	goWait := rt.cfg.SchedulerWait
+	goWait := !rt.cfg.LockedLoops
 	go func() {
 		if !goWait {
 			runtime.LockOSThread() // never unlocked: the thread exits with the loop
@@ -102,7 +106,7 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 func (l *loop) setup(goWait bool) error {
 	cfg := &l.rt.cfg
 	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff || goWait {
+	if cfg.DisableDeferTaskrun || cfg.WaitBatch == experiment.WaitBatchOff || goWait {
 		// Without DEFER_TASKRUN the kernel runs completion task_work as
 		// it comes (COOP_TASKRUN): the comparison baseline for batching.
 		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag
@@ -186,6 +190,9 @@ func (l *loop) run() {
 	defer close(l.done)
 	idle := loopIdleWait
 	for {
+		if l.gw != nil {
+			l.tid = int32(unix.Gettid()) // a raw system call, no allocation
+		}
 		l.drainQueue()
 		l.resendCancels()
 		l.flushCB()
@@ -271,6 +278,15 @@ func (l *loop) run() {
 // connections then never sleeps between batches (1.22-1.28x msgs/s at
 // 0.78-0.82x CPU per message, BENCHMARKS.md session 8).
 func (l *loop) setRawSubmit() {
+	if l.gw != nil {
+		// A loop that parks in Go's netpoller never sleeps in an enter,
+		// and every enter it makes through Syscall6 lets sysmon move it
+		// to another thread when the enter outlasts a tick: the ops it
+		// armed there then run their COOP_TASKRUN task_work on that
+		// thread, waking it from its idle sleep for every completion.
+		l.ring.SetRawSubmitMax(l.ring.SQEntries())
+		return
+	}
 	if 2*l.polls > l.inflight {
 		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
 	} else {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // MaxLoops is the most event loops a Runtime runs (Config.Loops). Each loop
@@ -52,10 +54,10 @@ func validate(cfg *Config) error {
 		return bad("Buffers", cfg.Buffers, "want 0 or a power of two up to 32768")
 	case cfg.Backend < BackendAuto || cfg.Backend > BackendStd:
 		return bad("Backend", cfg.Backend, "want BackendAuto, BackendUring or BackendStd")
-	case cfg.Pollable < PollHybrid || cfg.Pollable > PollBlocking:
-		return bad("Pollable", cfg.Pollable, "want PollHybrid, PollRing, PollAsync or PollBlocking")
-	case cfg.WaitBatch < WaitBatchOn || cfg.WaitBatch > WaitBatchOff:
-		return bad("WaitBatch", cfg.WaitBatch, "want WaitBatchOn or WaitBatchOff")
+	case cfg.Pollable < experiment.PollHybrid || cfg.Pollable > experiment.PollBlocking:
+		return bad("Pollable", cfg.Pollable, "want experiment.PollHybrid, experiment.PollRing, experiment.PollAsync or experiment.PollBlocking")
+	case cfg.WaitBatch < experiment.WaitBatchOn || cfg.WaitBatch > experiment.WaitBatchOff:
+		return bad("WaitBatch", cfg.WaitBatch, "want experiment.WaitBatchOn or experiment.WaitBatchOff")
 	}
 	return nil
 }
