@@ -165,12 +165,13 @@ func (l *loop) closeFD(nfd *netFD) {
 
 // closeBudget is the most close(2)s a loop makes per iteration. A TCP
 // close(2) sends the FIN (or RST) and, on loopback, runs the peer's side
-// of it too, tens of microseconds or more: thousands of peers hanging up at
-// once made thousands of them in one iteration, and every other
-// connection of the loop waited for all of them. A few per iteration keep
-// it short; between two runs of them the loop reaps, sends and wakes as
-// usual, so the others' traffic interleaves with the closes, as it does
-// with Go's net, where each connection's goroutine makes its own close.
+// of it too, tens of microseconds or more: made all in the iteration that
+// found them ready, thousands of peers hanging up at once would hold every
+// other connection of the loop until the last close(2). A few per
+// iteration keep it short; between two runs of them the loop reaps, sends
+// and wakes as usual, so the others' traffic interleaves with the closes,
+// as it does with Go's net, where each connection's goroutine makes its
+// own close.
 const closeBudget = 16
 
 // closeQueue holds the descriptors whose last op completed (or that had
