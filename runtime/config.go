@@ -139,6 +139,7 @@ type Config struct {
 	// means DefaultWaitLatency (10µs; 50µs before session 7, which cost
 	// the callback API 10 % of its msgs/s at 100-1000 connections in
 	// closed loop: each under-filled wait ran to the bound).
+	// Locked loops only (LockedLoops).
 	WaitLatency time.Duration
 	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
 	// the kernel's flags for pending task_work and overflowed CQEs
@@ -157,7 +158,8 @@ type Config struct {
 	// callback API; a loop whose ring holds mostly polls of parked net.Conn
 	// goroutines skips it (every batch there wakes goroutines and pays the
 	// locked thread's P hand-off, and polling makes batches smaller).
-	// Metric: uringrt_idle_polls_total{outcome}.
+	// Metric: uringrt_idle_polls_total{outcome}. Locked loops only
+	// (LockedLoops).
 	IdlePoll time.Duration
 	// DedicatedLoops lets a loop keep its P (its slot in Go's scheduler)
 	// while it waits for completions, for up to 1 ms per wait: the wait is
@@ -171,7 +173,7 @@ type Config struct {
 	// GOMAXPROCS above Loops or with little else to run. After a wait that
 	// found nothing the loop waits normally. Like IdlePoll, a loop whose
 	// ring holds mostly polls of parked net.Conn goroutines does not use
-	// it. Default false.
+	// it. Locked loops only (LockedLoops). Default false.
 	DedicatedLoops bool
 	// LockedLoops makes each loop a goroutine locked to its own OS thread
 	// that sleeps in io_uring_enter, on a ring set up with SINGLE_ISSUER and

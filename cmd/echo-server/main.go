@@ -156,6 +156,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend},
 	}
 	o.limits.apply(&cfg)
+	if !o.lockedLoops && (o.batch == "off" || o.idlePoll > 0 || o.dedicated) {
+		// Batched waiting, the idle poll and a held P are how a locked
+		// loop waits; a loop parked in Go's netpoller has none of them.
+		fmt.Fprintln(stderr, "echo-server: -batch off, -idle-poll and -dedicated apply to locked loops: add -locked-loops")
+		return 2
+	}
 	if o.batch == "off" {
 		cfg.WaitBatch = experiment.WaitBatchOff
 	}
