@@ -139,7 +139,10 @@ func probeAttackRun(t *testing.T, s *server, idle, drip, flood int) []time.Durat
 			dial()
 		}
 	}()
-	t.Logf("attack in place: %d idle keep-alive clients answered, %d client connections open", kept.Load(), len(conns))
+	mu.Lock()
+	open := len(conns)
+	mu.Unlock()
+	t.Logf("attack in place: %d idle keep-alive clients answered, %d client connections open", kept.Load(), open)
 	var lat []time.Duration
 	for i := 0; i < 20; i++ {
 		path := []string{"/healthz", "/readyz"}[i%2]
