@@ -274,6 +274,9 @@ func (c *CallbackConn) onSend(o *op) {
 	}
 	short := c.outq.sent(l, int(o.res))
 	c.sendShort = short // budget.go: stalled
+	if short && !c.paused && !c.closing && c.outq.n > c.pauseMark() {
+		c.pauseRead(pauseConn) // the socket is full: stop reading now
+	}
 	if short && !c.failed() {
 		c.prepSend() // a short send: the rest now
 		l.arm(o)
