@@ -1,0 +1,181 @@
+package main
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/uringrt/uringrt/examples/resp/internal/proto"
+)
+
+// pubsub is the channel registry. With one loop only that loop touches it
+// and it takes no lock; with several, subscribing takes the write lock and
+// publishing the read lock, so publishers on different loops fan out in
+// parallel.
+type pubsub struct {
+	locked bool
+	mu     sync.RWMutex
+	chans  map[string]*channel
+}
+
+// channel is one channel's subscribers, in no particular order; each
+// subscriber gets the channel's messages in publishing order.
+type channel struct {
+	name string
+	subs []*client
+}
+
+func newPubsub(loops int) *pubsub {
+	return &pubsub{locked: loops > 1, chans: map[string]*channel{}}
+}
+
+func (ps *pubsub) lock() {
+	if ps.locked {
+		ps.mu.Lock()
+	}
+}
+
+func (ps *pubsub) unlock() {
+	if ps.locked {
+		ps.mu.Unlock()
+	}
+}
+
+// subscribe adds cl to the channel name and returns how many channels cl
+// is subscribed to.
+func (ps *pubsub) subscribe(cl *client, name []byte) int {
+	ps.lock()
+	defer ps.unlock()
+	ch := ps.chans[string(name)]
+	if ch == nil {
+		ch = &channel{name: string(name)}
+		ps.chans[ch.name] = ch
+	}
+	for _, c := range cl.chans {
+		if c == ch {
+			return len(cl.chans)
+		}
+	}
+	ch.subs = append(ch.subs, cl)
+	cl.chans = append(cl.chans, ch)
+	return len(cl.chans)
+}
+
+// unsubscribeAll removes cl from the channels named (all of its channels
+// when names is empty) and appends Redis's replies to out: one
+// "unsubscribe" message per channel with the count left.
+func (ps *pubsub) unsubscribeAll(cl *client, names [][]byte, out []byte) []byte {
+	ps.lock()
+	defer ps.unlock()
+	if len(names) == 0 {
+		if len(cl.chans) == 0 {
+			out = proto.AppendArray(out, 3)
+			out = proto.AppendBulkString(out, "unsubscribe")
+			out = proto.AppendNull(out)
+			return proto.AppendInt(out, 0)
+		}
+		for len(cl.chans) > 0 {
+			ch := cl.chans[len(cl.chans)-1]
+			ps.remove(cl, ch)
+			out = subReply(out, "unsubscribe", []byte(ch.name), len(cl.chans))
+		}
+		return out
+	}
+	for _, name := range names {
+		if ch := ps.chans[string(name)]; ch != nil {
+			ps.remove(cl, ch)
+		}
+		out = subReply(out, "unsubscribe", name, len(cl.chans))
+	}
+	return out
+}
+
+// leave removes cl from all its channels.
+func (ps *pubsub) leave(cl *client) {
+	ps.lock()
+	defer ps.unlock()
+	for len(cl.chans) > 0 {
+		ps.remove(cl, cl.chans[len(cl.chans)-1])
+	}
+}
+
+// remove takes cl off ch (ps locked); a channel left without subscribers
+// is deleted.
+func (ps *pubsub) remove(cl *client, ch *channel) {
+	for i, c := range cl.chans {
+		if c == ch {
+			cl.chans[i] = cl.chans[len(cl.chans)-1]
+			cl.chans[len(cl.chans)-1] = nil
+			cl.chans = cl.chans[:len(cl.chans)-1]
+			break
+		}
+	}
+	for i, c := range ch.subs {
+		if c == cl {
+			ch.subs[i] = ch.subs[len(ch.subs)-1]
+			ch.subs[len(ch.subs)-1] = nil
+			ch.subs = ch.subs[:len(ch.subs)-1]
+			break
+		}
+	}
+	if len(ch.subs) == 0 {
+		delete(ps.chans, ch.name)
+	}
+}
+
+// subReply appends a (un)subscribe confirmation: [kind, channel, count].
+func subReply(out []byte, kind string, ch []byte, n int) []byte {
+	out = proto.AppendArray(out, 3)
+	out = proto.AppendBulkString(out, kind)
+	out = proto.AppendBulk(out, ch)
+	return proto.AppendInt(out, int64(n))
+}
+
+// publish sends msg to every subscriber of the channel name and returns
+// how many it was sent to. The message is encoded once, into the
+// publisher's scratch buffer, and written to each subscriber; a
+// subscriber whose queued output would pass the pubsub limit is
+// disconnected instead (see deliver).
+func (s *server) publish(pub *client, name, msg []byte) int {
+	ps := s.ps
+	if ps.locked {
+		ps.mu.RLock()
+		defer ps.mu.RUnlock()
+	}
+	ch := ps.chans[string(name)]
+	if ch == nil {
+		return 0
+	}
+	f := proto.AppendArray(pub.frame[:0], 3)
+	f = proto.AppendBulkString(f, "message")
+	f = proto.AppendBulk(f, name)
+	f = proto.AppendBulk(f, msg)
+	if cap(f) <= keepOut {
+		pub.frame = f
+	}
+	n := 0
+	for _, sub := range ch.subs {
+		if s.deliver(sub, f) {
+			n++
+		}
+	}
+	return n
+}
+
+// deliver writes a message to a subscriber, or disconnects it when its
+// queued output would pass lim.pubsubLimit: a subscriber that does not
+// read is cut off, and its queue never holds more than the limit, while
+// the others keep their rate.
+func (s *server) deliver(sub *client, f []byte) bool {
+	if sub.dropped.Load() {
+		return false
+	}
+	if queued(sub.c)+len(f) > s.lim.pubsubLimit {
+		s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
+		return false
+	}
+	if _, err := sub.c.Write(f); err != nil {
+		s.drop(sub, err.Error())
+		return false
+	}
+	return true
+}
