@@ -36,6 +36,7 @@ var pauseReasons = [...]string{"conn", "runtime"}
 // rtBudget is the runtime's share of the budget.
 type rtBudget struct {
 	held        atomic.Int64 // chunk bytes held by all callback queues
+	posted      atomic.Int64 // bytes of writes posted to loops, not yet queued (callback_write.go)
 	noRecvLimit atomic.Bool  // the kernel refused the multishot recv byte limit
 }
 

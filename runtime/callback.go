@@ -11,10 +11,21 @@ import (
 	"github.com/uringrt/uringrt/netpoll"
 )
 
-// CallbackConn is a connection served by the callback API (Runtime.Serve).
-// Its callbacks run on its loop (or, for a MayBlocker handler, on its fixed
-// worker). Write queues bytes that the loop sends in one SQE per connection
-// per loop iteration.
+// CallbackConn is a connection served by the callback API (Runtime.Serve,
+// DialCallback). Its callbacks run on its loop (or, for a MayBlocker
+// handler, on its fixed worker); the Handler doc tells how to port a gnet
+// server to it.
+//
+// Which method may be called where:
+//
+//   - Write, WriteNoCopy, AsyncWrite, Close, AsyncClose, OutboundBuffered,
+//     SetLowWater, AfterFunc, Every, SetReadTimeout, SetWriteTimeout,
+//     LocalAddr, RemoteAddr: anywhere (any callback of any connection on
+//     any loop, any goroutine).
+//   - Peek, Next, Discard, InboundBuffered: in this connection's OnData
+//     only; elsewhere they return ErrNotInCallback (InboundBuffered 0).
+//   - SetValue, Value: in this connection's callbacks, or with the
+//     caller's own synchronization.
 type CallbackConn struct {
 	fd *netFD
 	h  Handler
@@ -40,6 +51,22 @@ type CallbackConn struct {
 	rdEOF     bool  // the peer's FIN came and the handler keeps the write side open
 	slot      int32 // registered file slot, or -1
 
+	// In a callback (callback_write.go): cb is the callback state, and the
+	// fields after it are touched only by the caller that holds it.
+	cb        atomic.Int32
+	closeReq  bool // Close was called in a callback: closed when it returns
+	wroteInCB bool // a callback queued output: flush and check the caps after it
+	frame     frameState // framing (callback_frame.go)
+
+	drainer   Drainer      // h as a Drainer, or nil (callback_drain.go)
+	drainWant bool         // loop-owned: queued bytes passed the low-water mark
+	drainReq  atomic.Bool  // a write was refused: call OnDrained when drained
+	lowWater  atomic.Int64 // OnDrained's mark (bytes); 0: MaxWriteBuffer/2
+	queued    atomic.Int64 // outq.n as of the loop's last flush or send CQE
+	posted    atomic.Int64 // bytes of AsyncWrites posted and not yet taken
+
+	tm *connTimers // timers and deadlines (callback_timer.go), nil without
+
 	// wrClosed: no more writes are accepted (a Close began, or AsyncClose
 	// was posted). Set and read under the loop's queue lock, so an
 	// AsyncWrite either is queued ahead of the close or fails.
@@ -54,8 +81,9 @@ type CallbackConn struct {
 	stdCloseOne sync.Once
 
 	// std backend
-	std   net.Conn
-	stdMu sync.Mutex
+	std      net.Conn
+	stdMu    sync.Mutex
+	stdEnded bool // closed: no more timers (under stdMu)
 
 	value any
 }
@@ -65,6 +93,7 @@ func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
 	if mb, ok := h.(MayBlocker); ok && mb.MayBlock() {
 		cc.blocking = true
 	}
+	cc.drainer, _ = h.(Drainer)
 	cc.recvOp = op{kind: opCBRecv, fd: fd.fd, cc: cc}
 	cc.sendOp = op{kind: opCBSend, fd: fd.fd, cc: cc}
 	return cc
@@ -92,107 +121,9 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 	return c.fd.raddr()
 }
 
-// Write queues a copy of p for sending and returns len(p), nil; the loop
-// sends queued bytes in one send per connection per iteration. After the
-// connection closed it returns net.ErrClosed. Call it from the handler's
-// callbacks only (on the loop, or on the worker of a MayBlocker handler);
-// from any other goroutine use AsyncWrite.
-func (c *CallbackConn) Write(p []byte) (int, error) {
-	if c.std != nil {
-		c.stdMu.Lock()
-		defer c.stdMu.Unlock()
-		return c.std.Write(p)
-	}
-	if c.blocking {
-		return c.AsyncWrite(p)
-	}
-	if c.closing {
-		return 0, net.ErrClosed
-	}
-	c.queue(p, false)
-	return len(p), nil
-}
-
-// WriteNoCopy is Write for (part of) the data OnData is being called with,
-// as an echo or a proxy sends it on: when p is at least 2 KiB and lies in
-// that data, and c is on the same loop, the provided buffers holding it are
-// queued instead of a copy, sent from the buffer ring and recycled once
-// sent (buffer lending, lend.go). The caller must not modify p's bytes
-// after the call, even before OnData returns. Otherwise (other memory, a
-// short p, a quarter of the loop's buffers already lent,
-// Config.DisableBufferLending, a MayBlocker handler) it copies, as Write.
-// It returns len(p), nil, or net.ErrClosed after the connection closed.
-// Call it from OnData only.
-func (c *CallbackConn) WriteNoCopy(p []byte) (int, error) {
-	if c.std != nil || c.blocking {
-		return c.Write(p)
-	}
-	if c.closing {
-		return 0, net.ErrClosed
-	}
-	c.queue(p, true)
-	return len(p), nil
-}
-
-// AsyncWrite queues a copy of p from any goroutine: the bytes are posted to
-// the connection's loop and sent after what was queued before. It returns
-// len(p), nil, or 0, net.ErrClosed once a Close or AsyncClose began (or
-// the connection ended): bytes it accepts are sent before the connection
-// closes, unless the connection fails first (a reset, a write error).
-func (c *CallbackConn) AsyncWrite(p []byte) (int, error) {
-	if c.std != nil {
-		return c.Write(p)
-	}
-	data := append([]byte(nil), p...)
-	l := c.l
-	l.mu.Lock()
-	if c.wrClosed.Load() || l.exited {
-		l.mu.Unlock()
-		return 0, net.ErrClosed
-	}
-	c.pendingWrites.Add(1)
-	l.queue = append(l.queue, request{kind: reqCBWrite, cc: c, data: data})
-	l.mu.Unlock()
-	l.wake()
-	return len(p), nil
-}
-
-// Close closes the connection after the queued output is sent; OnClose
-// follows with a nil error. Like Write, call it from the handler's
-// callbacks; AsyncClose works from any goroutine. Writes after it return
-// net.ErrClosed.
-func (c *CallbackConn) Close() error {
-	if c.std != nil {
-		return c.closeStd()
-	}
-	if c.blocking {
-		return c.AsyncClose()
-	}
-	c.closeOnLoop(nil)
-	return nil
-}
-
-// AsyncClose is Close from any goroutine: AsyncWrites that returned before
-// it are sent first; AsyncWrites after it return net.ErrClosed.
-func (c *CallbackConn) AsyncClose() error {
-	if c.std != nil {
-		return c.closeStd()
-	}
-	l := c.l
-	l.mu.Lock()
-	if l.exited {
-		l.mu.Unlock()
-		return nil
-	}
-	c.wrClosed.Store(true)
-	l.queue = append(l.queue, request{kind: reqCBClose, cc: c})
-	l.mu.Unlock()
-	l.wake()
-	return nil
-}
-
 // closeStd closes a BackendStd connection and lets its reader call OnClose.
 func (c *CallbackConn) closeStd() error {
+	c.stdEndTimers()
 	err := c.std.Close()
 	if c.stdClosed != nil {
 		c.stdCloseOne.Do(func() { close(c.stdClosed) })
@@ -208,32 +139,6 @@ func (c *CallbackConn) shutWrites() {
 	c.l.mu.Lock()
 	c.wrClosed.Store(true)
 	c.l.mu.Unlock()
-}
-
-// queueAsync takes the bytes of an AsyncWrite (loop only).
-func (c *CallbackConn) queueAsync(p []byte) {
-	c.pendingWrites.Add(-1)
-	c.queue(p, false)
-	if c.closing {
-		c.maybeFinalize()
-	}
-}
-
-// queue appends p to the output (loop only). While a Close is under way
-// the bytes still go out before the fd closes; after a failure (reset,
-// write error, the runtime closing) there is nowhere to send them.
-func (c *CallbackConn) queue(p []byte, noCopy bool) {
-	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
-		return
-	}
-	if !noCopy || !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
-		c.outq.write(c.l, p)
-	}
-	if !c.dirty {
-		c.dirty = true
-		c.l.dirty = append(c.l.dirty, c)
-	}
-	c.afterQueue()
 }
 
 // registerCB takes a new callback conn into the loop and starts reading.
@@ -261,14 +166,7 @@ func (l *loop) registerCB(c *CallbackConn) {
 	}
 }
 
-func (c *CallbackConn) callOpen() {
-	if c.blocking {
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { defer c.recoverHandler(); c.h.OnOpen(c) })
-		return
-	}
-	defer c.recoverHandler()
-	c.h.OnOpen(c)
-}
+func (c *CallbackConn) callOpen() { c.callback(c.h.OnOpen) }
 
 // recoverHandler turns a panic in a callback into the close of that
 // connection alone, logged once.
@@ -292,6 +190,7 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	c.closing = true
 	c.closeErr = err
 	c.shutWrites()
+	c.endTimers()
 	if err != nil && err != io.EOF {
 		c.outq.discard(c.l, c.sendOp.armed) // an error: nothing more can be sent
 		c.l.cancelOp(&c.sendOp)
@@ -306,6 +205,7 @@ func (c *CallbackConn) fail(err error) {
 		c.closing = true
 		c.closeErr = err
 		c.shutWrites()
+		c.endTimers()
 		c.l.cancelOp(&c.recvOp)
 	}
 }

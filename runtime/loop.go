@@ -66,6 +66,7 @@ type loop struct {
 	ringMem           []byte     // every buffer of bufRing, to tell its memory
 	budget            loopBudget // budget.go
 	idle              loopIdle   // idle.go
+	timers            loopTimers // callback timers (callback_timer.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
@@ -187,6 +188,7 @@ func (l *loop) run() {
 	for {
 		l.drainQueue()
 		l.resendCancels()
+		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
 		l.flushCB()
 		if l.stopping && l.inflight == 0 && l.closing == 0 {
 			l.exit()
@@ -201,6 +203,13 @@ func (l *loop) run() {
 				l.sleeping.Store(false)
 			} else {
 				minC, timeout, minWait = l.waitPolicy(idle)
+			}
+		}
+		if minC > 0 {
+			var wait bool
+			if timeout, wait = l.timerWait(timeout); !wait { // callback_timer.go
+				minC = 0
+				l.sleeping.Store(false)
 			}
 		}
 		holdP := l.gw == nil && minC > 0 && l.rt.cfg.DedicatedLoops && !l.holdPMissed && 2*l.polls <= l.inflight

@@ -89,6 +89,9 @@ func (c *CallbackConn) onRecv(o *op) {
 		// hold less than res (netpoll.BufRing.Bundle).
 		l.stats.readBytes.Add(uint64(res))
 		c.active = true
+		if c.tm != nil {
+			c.tm.lastRead = monoNow() // callback_deadline.go
+		}
 		id, _ := o.bufferID()
 		c.deliverBundle(id, int(res))
 	case res > 0:
@@ -102,6 +105,9 @@ func (c *CallbackConn) onRecv(o *op) {
 		}
 		l.stats.readBytes.Add(uint64(res))
 		c.active = true
+		if c.tm != nil {
+			c.tm.lastRead = monoNow() // callback_deadline.go
+		}
 		if !c.closing {
 			if recycle {
 				recycle = !c.deliverOffered(data, id, 1)
@@ -151,15 +157,17 @@ func (c *CallbackConn) readEOF() {
 	c.rdEOF = true
 	if c.blocking {
 		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
-			defer c.recoverHandler()
-			if !hc.OnReadEOF(c) {
+			keep := false
+			c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+			if !keep {
 				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
 			}
 		})
 		return
 	}
-	defer c.recoverHandler()
-	if !hc.OnReadEOF(c) {
+	keep := true
+	c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+	if !keep {
 		c.closeOnLoop(io.EOF)
 	}
 }
@@ -212,11 +220,10 @@ func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
 func (c *CallbackConn) deliver(data []byte) {
 	if c.blocking {
 		cp := append([]byte(nil), data...)
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { defer c.recoverHandler(); c.h.OnData(c, cp) })
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { c.onData(cp) })
 		return
 	}
-	defer c.recoverHandler()
-	c.h.OnData(c, data)
+	c.onData(data) // callback_frame.go
 }
 
 // flushCB submits one send per dirty connection (loop only).
@@ -230,6 +237,10 @@ func (l *loop) flushCB() {
 		}
 		c.prepSend()
 		l.arm(&c.sendOp)
+		c.queued.Store(int64(c.outq.n))
+		if c.tm != nil {
+			c.tm.lastWrite = monoNow() // callback_deadline.go
+		}
 	}
 	l.dirty = l.dirty[:0]
 }
@@ -254,6 +265,9 @@ func (c *CallbackConn) onSend(o *op) {
 	l.stats.writtenBytes.Add(uint64(o.res))
 	if o.res > 0 {
 		c.active = true
+		if c.tm != nil {
+			c.tm.lastWrite = monoNow() // callback_deadline.go
+		}
 	}
 	if c.outq.sent(l, int(o.res)) && !c.failed() {
 		c.prepSend() // a short send: the rest now
@@ -266,6 +280,10 @@ func (c *CallbackConn) onSend(o *op) {
 		c.dirty = true
 		l.dirty = append(l.dirty, c)
 	}
+	c.queued.Store(int64(c.outq.n))
 	c.maybeResume()
+	if c.drainer != nil {
+		c.checkDrain() // callback_drain.go
+	}
 	c.maybeFinalize()
 }

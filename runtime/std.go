@@ -159,7 +159,7 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			h.OnData(cc, buf[:n])
+			cc.stdOnData(buf[:n])
 		}
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) {

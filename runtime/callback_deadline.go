@@ -1,0 +1,112 @@
+package uringrt
+
+import (
+	"errors"
+	"time"
+)
+
+// The per-connection deadlines of the callback API (SetReadTimeout,
+// SetWriteTimeout): a periodic check on the connection's loop every
+// quarter of the timeout, reading the stamps that the connection's recv
+// and send completions leave (only when it has timers: c.tm != nil).
+
+// setDeadline sets the read (write false) or write timeout (any goroutine).
+func (c *CallbackConn) setDeadline(d time.Duration, write bool) error {
+	if c.std != nil {
+		return errors.ErrUnsupported
+	}
+	c.l.post(request{kind: reqFunc, fn: func() { c.l.setDeadline(c, int64(max(d, 0)), write) }})
+	return nil
+}
+
+// setDeadline applies it (loop only).
+func (l *loop) setDeadline(c *CallbackConn, d int64, write bool) {
+	if c.closing || c.finalized {
+		return
+	}
+	tm := c.timers()
+	cur, to := &tm.rdT, &tm.readTO
+	if write {
+		cur, to = &tm.wrT, &tm.writeTO
+	}
+	if *cur != nil {
+		(*cur).Stop()
+		*cur = nil
+	}
+	*to = d
+	if d == 0 {
+		return
+	}
+	now := monoNow()
+	tm.lastRead, tm.lastWrite = now, now
+	check := (*CallbackConn).checkRead
+	if write {
+		check = (*CallbackConn).checkWrite
+	}
+	period := max(d/4, int64(time.Millisecond))
+	t := &LoopTimer{c: c, check: check, period: period}
+	*cur = t
+	l.addTimer(t, period)
+}
+
+// checkRead closes c when it received nothing for its read timeout.
+func (c *CallbackConn) checkRead(now int64) {
+	tm := c.tm
+	if c.paused || c.rdEOF {
+		tm.lastRead = now // not reading: nothing to wait for
+		return
+	}
+	if now-tm.lastRead >= tm.readTO {
+		c.closeOnLoop(ErrReadTimeout)
+	}
+}
+
+// checkWrite closes c when its queued output made no progress for its
+// write timeout.
+func (c *CallbackConn) checkWrite(now int64) {
+	tm := c.tm
+	if c.outq.n == 0 && c.posted.Load() == 0 {
+		tm.lastWrite = now // nothing to send: nothing stalls
+		return
+	}
+	if now-tm.lastWrite >= tm.writeTO {
+		c.closeOnLoop(ErrWriteTimeout)
+	}
+}
+
+// stdTimer runs t for a BackendStd connection on a goroutine of its own
+// (concurrently with the reader's OnData: synchronize what both touch);
+// closeStd ends it.
+func (c *CallbackConn) stdTimer(t *LoopTimer, d time.Duration) {
+	c.stdMu.Lock()
+	if c.stdEnded {
+		c.stdMu.Unlock()
+		t.state.Store(1)
+		return
+	}
+	c.timers().list = append(c.tm.list, t)
+	c.stdMu.Unlock()
+	var run func()
+	run = func() {
+		if t.period == 0 {
+			if !t.state.CompareAndSwap(0, 1) {
+				return
+			}
+		} else if t.state.Load() != 0 {
+			return
+		}
+		t.f(c)
+		if t.period > 0 {
+			time.AfterFunc(time.Duration(t.period), run)
+		}
+	}
+	time.AfterFunc(d, run)
+}
+
+// stdEndTimers stops a BackendStd connection's timers (at its close).
+func (c *CallbackConn) stdEndTimers() {
+	c.stdMu.Lock()
+	c.stdEnded = true
+	c.endTimers()
+	c.stdMu.Unlock()
+}

@@ -1,0 +1,227 @@
+package uringrt
+
+import (
+	"errors"
+	"io"
+	"net"
+)
+
+// ErrWriteBufferFull is returned by a CallbackConn's Write, WriteNoCopy and
+// AsyncWrite when accepting p would take the bytes queued for the
+// connection past Config.MaxWriteBuffer (unless nothing is queued: one
+// write of any size is accepted into an empty queue), or, for a write that
+// goes through the loop's request queue (any write not made from the
+// connection's own callback, and AsyncWrite), when the runtime's queued
+// output would pass Config.MaxBufferedBytes. Nothing of p was queued. The
+// connection stays open; a Drainer handler's OnDrained tells when it has
+// drained below its low-water mark (SetLowWater).
+var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
+
+// Write queues a copy of p for sending and returns len(p), nil; the loop
+// sends queued bytes in one send per connection per iteration. It may be
+// called anywhere: from this connection's callbacks it queues at once (the
+// hot path: no lock, no allocation); from anywhere else (another
+// connection's callback on any loop, any goroutine) it is AsyncWrite: the
+// bytes are copied and posted to the connection's loop. Either way the
+// bytes of one writer leave in the order it wrote them. Errors: 0,
+// net.ErrClosed once the connection is closing or closed (after Close,
+// AsyncClose, or the end of the connection); 0, ErrWriteBufferFull past
+// the caps (see ErrWriteBufferFull). With BackendStd it writes to the
+// net.Conn (blocking until written).
+func (c *CallbackConn) Write(p []byte) (int, error) {
+	if c.std != nil {
+		c.stdMu.Lock()
+		defer c.stdMu.Unlock()
+		return c.std.Write(p)
+	}
+	if !c.blocking && c.hold() {
+		n, err := c.writeHeld(p, false)
+		c.unhold()
+		return n, err
+	}
+	return c.post(p)
+}
+
+// WriteNoCopy is Write for (part of) the data OnData is being called with,
+// as an echo or a proxy sends it on: when p is at least 2 KiB and lies in
+// that data, and c is the connection OnData runs for, the provided buffers
+// holding it are queued instead of a copy, sent from the buffer ring and
+// recycled once sent (buffer lending, lend.go). The caller must not modify
+// p's bytes after the call, even before OnData returns. Otherwise (other
+// memory, a short p, bytes joined with kept input by framing, a quarter of
+// the loop's buffers already lent, Config.DisableBufferLending, a
+// MayBlocker handler, a call from elsewhere) it copies, as Write. Results
+// and errors are Write's.
+func (c *CallbackConn) WriteNoCopy(p []byte) (int, error) {
+	if c.std != nil || c.blocking {
+		return c.Write(p)
+	}
+	if c.hold() {
+		n, err := c.writeHeld(p, true)
+		c.unhold()
+		return n, err
+	}
+	return c.post(p)
+}
+
+// AsyncWrite queues a copy of p from anywhere through the connection's
+// loop's request queue: the bytes are posted to the loop and sent after
+// what was queued before. It returns len(p), nil; 0, net.ErrClosed once a
+// Close or AsyncClose began (or the connection ended); 0,
+// ErrWriteBufferFull past the caps. Bytes it accepts are sent before the
+// connection closes, unless the connection fails first (a reset, a write
+// error, a timeout).
+func (c *CallbackConn) AsyncWrite(p []byte) (int, error) {
+	if c.std != nil {
+		return c.Write(p)
+	}
+	return c.post(p)
+}
+
+// OutboundBuffered returns the bytes accepted by the write methods and not
+// yet sent (taken by the kernel). From this connection's callbacks it is
+// exact; from elsewhere it may lag behind the loop by one iteration. 0
+// with BackendStd, whose writes block.
+func (c *CallbackConn) OutboundBuffered() int {
+	if c.std != nil {
+		return 0
+	}
+	if !c.blocking && c.hold() {
+		n := c.outq.n + int(c.posted.Load())
+		c.unhold()
+		return n
+	}
+	return int(c.queued.Load() + c.posted.Load())
+}
+
+// writeHeld queues p for a caller that holds c's state.
+func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
+	if c.closing || c.closeReq {
+		return 0, net.ErrClosed
+	}
+	if c.pendingWrites.Load() > 0 {
+		// Writes of this callback already went through the request queue
+		// (the state was held elsewhere at the time): stay behind them.
+		return c.post(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if q := c.outq.n; q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
+		c.drainReq.Store(true)
+		return 0, ErrWriteBufferFull
+	}
+	c.queue(p, noCopy)
+	c.wroteInCB = true
+	return len(p), nil
+}
+
+// post copies p onto the loop's request queue (any goroutine).
+func (c *CallbackConn) post(p []byte) (int, error) {
+	if c.wrClosed.Load() {
+		return 0, net.ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	l := c.l
+	rt := l.rt
+	n := int64(len(p))
+	if q := c.posted.Add(n) - n + c.queued.Load(); q > 0 && q+n > int64(rt.cfg.MaxWriteBuffer) {
+		c.posted.Add(-n)
+		c.refused()
+		return 0, ErrWriteBufferFull
+	}
+	max := rt.cfg.MaxBufferedBytes
+	if max > 0 && rt.budget.posted.Add(n)+rt.budget.held.Load() > max {
+		rt.budget.posted.Add(-n)
+		c.posted.Add(-n)
+		c.refused()
+		return 0, ErrWriteBufferFull
+	}
+	data := append([]byte(nil), p...)
+	l.mu.Lock()
+	if c.wrClosed.Load() || l.exited {
+		l.mu.Unlock()
+		c.unpost(n)
+		return 0, net.ErrClosed
+	}
+	c.pendingWrites.Add(1)
+	l.queue = append(l.queue, request{kind: reqCBWrite, cc: c, data: data})
+	l.mu.Unlock()
+	l.wake()
+	return len(p), nil
+}
+
+// unpost takes n posted bytes off the accounts.
+func (c *CallbackConn) unpost(n int64) {
+	c.posted.Add(-n)
+	if c.l.rt.cfg.MaxBufferedBytes > 0 {
+		c.l.rt.budget.posted.Add(-n)
+	}
+}
+
+// queueAsync takes the bytes of an AsyncWrite (loop only).
+func (c *CallbackConn) queueAsync(p []byte) {
+	c.unpost(int64(len(p)))
+	c.pendingWrites.Add(-1)
+	c.queue(p, false)
+	c.queued.Store(int64(c.outq.n))
+	c.markDirty()
+	c.afterQueue()
+	c.noteDrainMark()
+	if c.closing {
+		c.maybeFinalize()
+	}
+}
+
+// queue appends p to the output (loop, or a holder of c's state). While a
+// Close is under way the bytes still go out before the fd closes; after a
+// failure (reset, write error, the runtime closing) there is nowhere to
+// send them.
+func (c *CallbackConn) queue(p []byte, noCopy bool) {
+	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
+		return
+	}
+	if !noCopy || !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
+		c.outq.write(c.l, p)
+	}
+}
+
+// Close closes the connection after the queued output is sent; OnClose
+// follows with a nil error. It may be called anywhere: in this
+// connection's callback it takes effect when the callback returns (no
+// OnData follows it); elsewhere it is AsyncClose. Writes after it return
+// net.ErrClosed. It returns nil.
+func (c *CallbackConn) Close() error {
+	if c.std != nil {
+		return c.closeStd()
+	}
+	if !c.blocking && c.hold() {
+		c.closeReq = true
+		c.shutWrites()
+		c.unhold()
+		return nil
+	}
+	return c.AsyncClose()
+}
+
+// AsyncClose is Close through the loop's request queue, from anywhere:
+// writes that returned before it are sent first; writes after it return
+// net.ErrClosed. It returns nil.
+func (c *CallbackConn) AsyncClose() error {
+	if c.std != nil {
+		return c.closeStd()
+	}
+	l := c.l
+	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		return nil
+	}
+	c.wrClosed.Store(true)
+	l.queue = append(l.queue, request{kind: reqCBClose, cc: c})
+	l.mu.Unlock()
+	l.wake()
+	return nil
+}
