@@ -14,8 +14,12 @@
 // together): over a bound the client gets a RESP error and is
 // disconnected, as Redis does on a protocol error. A subscriber whose
 // unsent messages pass -pubsub-limit bytes is disconnected (Redis's
-// client-output-buffer-limit for pubsub clients), so one that never reads
-// holds at most that much while the others keep their rate.
+// client-output-buffer-limit for pubsub clients): its queued messages are
+// sent if it reads within a second, else dropped with the connection, so
+// one that never reads holds at most that much while the others keep their
+// rate. A subscriber whose message the runtime refuses because all queued
+// output together passed Config.MaxBufferedBytes (256 MiB) is disconnected
+// the same way.
 //
 // It exits 0 on SIGINT or SIGTERM after closing every connection.
 package main
@@ -50,9 +54,9 @@ func main() {
 	if err != nil {
 		log.Fatal("resp: ", err)
 	}
-	srv := newServer(*loops, limits{maxBulk: *maxBulk, maxRequest: max(*maxReq, *maxBulk+64),
-		maxPending: *maxPending, pubsubLimit: *psLimit})
-	rt, ln, err := start(srv, *addr, uringrt.Config{Loops: *loops, Backend: b})
+	lim := limits{maxBulk: *maxBulk, maxRequest: max(*maxReq, *maxBulk+64),
+		maxPending: *maxPending, pubsubLimit: *psLimit}
+	rt, ln, srv, err := start(*addr, *loops, b, lim)
 	if err != nil {
 		log.Fatal("resp: ", err)
 	}

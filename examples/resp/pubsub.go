@@ -24,8 +24,8 @@ type channel struct {
 	subs []*client
 }
 
-func newPubsub(loops int) *pubsub {
-	return &pubsub{locked: loops > 1, chans: map[string]*channel{}}
+func newPubsub(shared bool) *pubsub {
+	return &pubsub{locked: shared, chans: map[string]*channel{}}
 }
 
 func (ps *pubsub) lock() {

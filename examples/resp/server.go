@@ -1,7 +1,9 @@
 package main
 
 import (
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/uringrt/uringrt/examples/resp/internal/proto"
 	"github.com/uringrt/uringrt/runtime"
@@ -27,20 +29,27 @@ type server struct {
 	st  *store
 	ps  *pubsub
 	lim limits
-	// pending is the capacity of all clients' partial-request buffers.
+	// pending is the bytes of all clients' partial requests.
 	pending atomic.Int64
+
+	// mu guards conns and sweeper (taken at open and close only).
+	mu      sync.Mutex
+	conns   map[*client]struct{}
+	sweeper *client // the client whose loop timer runs the expiry sweep
 }
 
-func newServer(loops int, lim limits) *server {
-	return &server{st: newStore(loops), ps: newPubsub(loops), lim: lim}
+// newServer makes a server; shared says that callbacks of different
+// connections may run at the same time (several loops, or the std backend's
+// goroutine per connection), so the store and registry take locks.
+func newServer(shared bool, lim limits) *server {
+	return &server{st: newStore(shared), ps: newPubsub(shared), lim: lim, conns: map[*client]struct{}{}}
 }
 
 // client is one connection's state, owned by its loop.
 type client struct {
 	c    *uringrt.CallbackConn
 	p    proto.Parser
-	pend []byte // the bytes of a partial request, kept for the next OnData
-	held int    // cap(pend), as counted in server.pending
+	held int // bytes of a partial request kept, as counted in server.pending
 	out  []byte // replies of one OnData, written at once
 	// frame is the scratch buffer of the messages this client publishes.
 	frame []byte
@@ -54,33 +63,34 @@ type client struct {
 	dropped atomic.Bool
 }
 
-// Largest buffers a client keeps between OnData calls; bigger ones (a big
-// reply, a big request) are dropped for the GC once used.
-const (
-	keepOut  = 64 << 10
-	keepPend = 64 << 10
-)
+// keepOut is the largest reply buffer a client keeps between OnData calls;
+// a bigger one (a big reply) is dropped for the GC once written.
+const keepOut = 64 << 10
 
-// OnOpen sets up the client.
+// OnOpen sets up the client; the first one also runs the expiry sweep.
 func (s *server) OnOpen(c *uringrt.CallbackConn) {
 	cl := &client{c: c}
 	cl.p.MaxBulk, cl.p.MaxRequest = s.lim.maxBulk, s.lim.maxRequest
 	c.SetValue(cl)
+	s.mu.Lock()
+	s.conns[cl] = struct{}{}
+	if s.sweeper == nil {
+		s.startSweep(cl)
+	}
+	s.mu.Unlock()
 }
 
-// OnData runs every complete request in data (and in the partial request
-// kept from before) and writes all their replies with one Write.
+// OnData runs every complete request in data and writes all their replies
+// with one Write. data starts with the partial request left by the last
+// OnData, if any (the callback API's framing keeps what Discard did not
+// consume, and joins the next bytes to it); a request still partial stays
+// for the next OnData, where the parser resumes it.
 func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	cl := c.Value().(*client)
 	if cl.closing {
 		return
 	}
 	buf := data
-	joined := len(cl.pend) > 0
-	if joined {
-		cl.pend = append(cl.pend, data...)
-		buf = cl.pend
-	}
 	out := cl.out[:0]
 	for len(buf) > 0 && !cl.closing {
 		args, n, err := cl.p.Next(buf)
@@ -97,15 +107,24 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 			out = s.exec(cl, args, out)
 		}
 	}
-	if !cl.closing && !s.keep(cl, buf, joined) {
+	if !cl.closing && len(buf) > 0 {
+		// Keep the partial request: consume what was run, leave the rest.
+		c.Discard(len(data) - len(buf))
+	}
+	if !cl.closing && !s.hold(cl, len(buf)) {
 		out = proto.AppendError(out, "ERR server is out of memory for partial requests")
 		cl.closing = true
 	}
 	if cl.closing {
-		s.release(cl)
+		s.hold(cl, 0)
 	}
 	if len(out) > 0 {
-		c.Write(out)
+		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
+			// Replies past Config.MaxWriteBuffer while the client does
+			// not read them (reads pause before that, so only one huge
+			// batch gets here): drop the client rather than grow.
+			cl.closing = true
+		}
 	}
 	if cl.closing {
 		c.Close()
@@ -117,36 +136,20 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 }
 
-// keep holds rest, the start of a partial request, for the next OnData
-// (joined: rest lies in cl.pend already), within the server's bound on
-// partial requests. It reports false when the bound is exceeded.
-func (s *server) keep(cl *client, rest []byte, joined bool) bool {
-	switch {
-	case len(rest) == 0:
-		cl.pend = cl.pend[:0]
-		if cap(cl.pend) > keepPend {
-			cl.pend = nil
-		}
-	case joined:
-		cl.pend = cl.pend[:copy(cl.pend, rest)]
-	default:
-		cl.pend = append(cl.pend[:0], rest...)
+// hold records that cl keeps n bytes of a partial request and reports
+// false when all clients together would pass lim.maxPending (the
+// runtime bounds one connection's kept input by Config.MaxWriteBuffer;
+// this bounds their sum).
+func (s *server) hold(cl *client, n int) bool {
+	d := n - cl.held
+	if d == 0 {
+		return true
 	}
-	if d := cap(cl.pend) - cl.held; d != 0 {
-		cl.held += d
-		if s.pending.Add(int64(d)) > s.lim.maxPending && d > 0 && len(cl.pend) > keepPend {
-			return false
-		}
+	cl.held = n
+	if s.pending.Add(int64(d)) > s.lim.maxPending && d > 0 {
+		return false
 	}
 	return true
-}
-
-// release gives back what the client holds of the partial-request bound.
-func (s *server) release(cl *client) {
-	s.pending.Add(-int64(cl.held))
-	cl.held = 0
-	cl.pend = nil
-	cl.p.Reset()
 }
 
 // OnClose unsubscribes the client and releases what it held.
@@ -155,5 +158,24 @@ func (s *server) OnClose(c *uringrt.CallbackConn, err error) {
 	if len(cl.chans) > 0 {
 		s.ps.leave(cl)
 	}
-	s.release(cl)
+	s.hold(cl, 0)
+	s.mu.Lock()
+	delete(s.conns, cl)
+	if s.sweeper == cl {
+		s.sweeper = nil
+		for other := range s.conns {
+			s.startSweep(other)
+			break
+		}
+	}
+	s.mu.Unlock()
+}
+
+// startSweep runs the store's active expiry every 100 ms as a loop timer of
+// cl's connection (s.mu held): on its loop, so with one loop the unlocked
+// store is touched by that loop only. The timer ends when the connection
+// closes, and OnClose hands the sweep to another client.
+func (s *server) startSweep(cl *client) {
+	s.sweeper = cl
+	cl.c.Every(100*time.Millisecond, func(*uringrt.CallbackConn) { s.st.sweep(nowNano()) })
 }

@@ -10,7 +10,8 @@ import (
 //
 // Ownership, and why there is no global lock: with one loop (-loops 1, the
 // benchmarked setup) the store has one shard that only that loop touches,
-// with no lock at all. With N loops it has 64 shards by key hash, each
+// with no lock at all (with Go's net backend, where each connection has a
+// goroutine, it is locked as for several loops). With N loops it has 64 shards by key hash, each
 // with its own mutex, so two loops contend only when they touch the same
 // shard at the same moment. Handing each shard to one loop and routing a
 // command to its owner instead would cost a cross-loop wake-up per remote
@@ -38,10 +39,12 @@ type entry struct {
 	expire int64
 }
 
-func newStore(loops int) *store {
+// newStore makes the key space; shared: callbacks run in parallel (see
+// newServer), so it is sharded and locked.
+func newStore(shared bool) *store {
 	s := &store{seed: maphash.MakeSeed()}
 	n := 1
-	if loops > 1 {
+	if shared {
 		n, s.locked = 64, true
 	}
 	s.shards = make([]shard, n)
