@@ -49,7 +49,7 @@ func newServer(shared bool, lim limits) *server {
 type client struct {
 	c    *uringrt.CallbackConn
 	p    proto.Parser
-	held int // bytes of a partial request kept, as counted in server.pending
+	held int    // bytes of a partial request kept, as counted in server.pending
 	out  []byte // replies of one OnData, written at once
 	// frame is the scratch buffer of the messages this client publishes.
 	frame []byte
