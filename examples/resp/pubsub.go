@@ -132,9 +132,11 @@ func subReply(out []byte, kind string, ch []byte, n int) []byte {
 
 // publish sends msg to every subscriber of the channel name and returns
 // how many it was sent to. The message is encoded once, into the
-// publisher's scratch buffer, and written to each subscriber; a
-// subscriber whose queued output would pass the pubsub limit is
-// disconnected instead (see deliver).
+// publisher's scratch buffer, and appended to each subscriber's batch;
+// the publisher writes each batch it touched with one Write when its
+// OnData ends (flushPublished), so the PUBLISHes of one pipelined read
+// cost each subscriber one write, not one per message. A subscriber whose
+// queued output would pass the pubsub limit is disconnected instead.
 func (s *server) publish(pub *client, name, msg []byte) int {
 	ps := s.ps
 	if ps.locked {
@@ -154,28 +156,61 @@ func (s *server) publish(pub *client, name, msg []byte) int {
 	}
 	n := 0
 	for _, sub := range ch.subs {
-		if s.deliver(sub, f) {
+		if s.enqueue(pub, sub, f) {
 			n++
 		}
 	}
 	return n
 }
 
-// deliver writes a message to a subscriber, or disconnects it when its
-// queued output would pass lim.pubsubLimit: a subscriber that does not
-// read is cut off, and its queue never holds more than the limit, while
-// the others keep their rate.
-func (s *server) deliver(sub *client, f []byte) bool {
+// enqueue appends message f to sub's batch, noting sub in pub's list of
+// batches to write; or, when sub's queued output and batch would pass
+// lim.pubsubLimit, disconnects sub: a subscriber that does not read is cut
+// off, and what is held for it never passes the limit, while the others
+// keep their rate.
+func (s *server) enqueue(pub, sub *client, f []byte) bool {
+	if s.ps.locked {
+		sub.mmu.Lock()
+		defer sub.mmu.Unlock()
+	}
 	if sub.dropped.Load() {
 		return false
 	}
-	if queued(sub.c)+len(f) > s.lim.pubsubLimit {
+	if queued(sub.c)+len(sub.mbuf)+len(f) > s.lim.pubsubLimit {
+		sub.mbuf = nil
 		s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
 		return false
 	}
-	if _, err := sub.c.Write(f); err != nil {
-		s.drop(sub, err.Error())
-		return false
+	if len(sub.mbuf) == 0 {
+		pub.touched = append(pub.touched, sub)
 	}
+	sub.mbuf = append(sub.mbuf, f...)
 	return true
+}
+
+// flushPublished writes the message batches pub's PUBLISHes made, one
+// Write per subscriber (a Write to another connection: from any callback,
+// on any loop, the runtime posts it to the subscriber's loop, in order).
+// Another publisher may have written a batch first; its messages then
+// left in that write.
+func (s *server) flushPublished(pub *client) {
+	for i, sub := range pub.touched {
+		pub.touched[i] = nil
+		if s.ps.locked {
+			sub.mmu.Lock()
+		}
+		if len(sub.mbuf) > 0 && !sub.dropped.Load() {
+			if _, err := sub.c.Write(sub.mbuf); err != nil {
+				s.drop(sub, err.Error())
+			}
+		}
+		sub.mbuf = sub.mbuf[:0]
+		if cap(sub.mbuf) > keepOut {
+			sub.mbuf = nil
+		}
+		if s.ps.locked {
+			sub.mmu.Unlock()
+		}
+	}
+	pub.touched = pub.touched[:0]
 }

@@ -51,8 +51,15 @@ type client struct {
 	p    proto.Parser
 	held int    // bytes of a partial request kept, as counted in server.pending
 	out  []byte // replies of one OnData, written at once
-	// frame is the scratch buffer of the messages this client publishes.
-	frame []byte
+	// frame is the scratch buffer of the messages this client publishes;
+	// touched, the subscribers whose batch (mbuf) its PUBLISHes of this
+	// OnData appended to (pubsub.go).
+	frame   []byte
+	touched []*client
+	// mbuf is this subscriber's batch of messages not yet written, under
+	// mmu when several loops publish.
+	mmu  sync.Mutex
+	mbuf []byte
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
 	chans []*channel
@@ -117,6 +124,9 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	if cl.closing {
 		s.hold(cl, 0)
+	}
+	if len(cl.touched) > 0 {
+		s.flushPublished(cl)
 	}
 	if len(out) > 0 {
 		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
