@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/uringrt/uringrt/examples/resp/internal/proto"
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // pubsub is the channel registry. With one loop only that loop touches it
@@ -132,10 +133,8 @@ func subReply(out []byte, kind string, ch []byte, n int) []byte {
 
 // publish sends msg to every subscriber of the channel name and returns
 // how many it was sent to. The message is encoded once, into the
-// publisher's scratch buffer, and appended to each subscriber's batch;
-// the publisher writes each batch it touched with one Write when its
-// OnData ends (flushPublished), so the PUBLISHes of one pipelined read
-// cost each subscriber one write, not one per message. A subscriber whose
+// publisher's scratch buffer, and appended to each subscriber's batch,
+// which the subscriber's own loop writes (enqueue); a subscriber whose
 // queued output would pass the pubsub limit is disconnected instead.
 func (s *server) publish(pub *client, name, msg []byte) int {
 	ps := s.ps
@@ -156,19 +155,25 @@ func (s *server) publish(pub *client, name, msg []byte) int {
 	}
 	n := 0
 	for _, sub := range ch.subs {
-		if s.enqueue(pub, sub, f) {
+		if s.enqueue(sub, f) {
 			n++
 		}
 	}
 	return n
 }
 
-// enqueue appends message f to sub's batch, noting sub in pub's list of
-// batches to write; or, when sub's queued output and batch would pass
-// lim.pubsubLimit, disconnects sub: a subscriber that does not read is cut
+// enqueue appends message f to sub's batch and, for the first message of
+// a batch, schedules the batch's write as a loop timer of sub due at once
+// (AfterFunc(0)): it runs as sub's own callback at the start of the loop's
+// next iteration, after everything this iteration received, so all the
+// messages published meanwhile, by any number of publishers and OnData
+// calls, leave in one write straight into sub's queue (no copy posted
+// per message, as Redis writes each client's replies once per event loop
+// turn). When sub's queued output and batch would pass lim.pubsubLimit,
+// sub is disconnected instead: a subscriber that does not read is cut
 // off, and what is held for it never passes the limit, while the others
 // keep their rate.
-func (s *server) enqueue(pub, sub *client, f []byte) bool {
+func (s *server) enqueue(sub *client, f []byte) bool {
 	if s.ps.locked {
 		sub.mmu.Lock()
 		defer sub.mmu.Unlock()
@@ -181,36 +186,30 @@ func (s *server) enqueue(pub, sub *client, f []byte) bool {
 		s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
 		return false
 	}
-	if len(sub.mbuf) == 0 {
-		pub.touched = append(pub.touched, sub)
-	}
 	sub.mbuf = append(sub.mbuf, f...)
+	if !sub.flushing {
+		sub.flushing = true
+		sub.c.AfterFunc(0, s.flushFn)
+	}
 	return true
 }
 
-// flushPublished writes the message batches pub's PUBLISHes made, one
-// Write per subscriber (a Write to another connection: from any callback,
-// on any loop, the runtime posts it to the subscriber's loop, in order).
-// Another publisher may have written a batch first; its messages then
-// left in that write.
-func (s *server) flushPublished(pub *client) {
-	for i, sub := range pub.touched {
-		pub.touched[i] = nil
-		if s.ps.locked {
-			sub.mmu.Lock()
-		}
-		if len(sub.mbuf) > 0 && !sub.dropped.Load() {
-			if _, err := sub.c.Write(sub.mbuf); err != nil {
-				s.drop(sub, err.Error())
-			}
-		}
-		sub.mbuf = sub.mbuf[:0]
-		if cap(sub.mbuf) > keepOut {
-			sub.mbuf = nil
-		}
-		if s.ps.locked {
-			sub.mmu.Unlock()
+// flushMessages writes the subscriber's batch (a loop timer of c, so a
+// callback of c: the Write goes straight into c's queue).
+func (s *server) flushMessages(c *uringrt.CallbackConn) {
+	sub := c.Value().(*client)
+	if s.ps.locked {
+		sub.mmu.Lock()
+		defer sub.mmu.Unlock()
+	}
+	sub.flushing = false
+	if len(sub.mbuf) > 0 && !sub.dropped.Load() {
+		if _, err := c.Write(sub.mbuf); err != nil {
+			s.drop(sub, err.Error())
 		}
 	}
-	pub.touched = pub.touched[:0]
+	sub.mbuf = sub.mbuf[:0]
+	if cap(sub.mbuf) > keepOut {
+		sub.mbuf = nil
+	}
 }

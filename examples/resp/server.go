@@ -36,13 +36,17 @@ type server struct {
 	mu      sync.Mutex
 	conns   map[*client]struct{}
 	sweeper *client // the client whose loop timer runs the expiry sweep
+
+	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
 }
 
 // newServer makes a server; shared says that callbacks of different
 // connections may run at the same time (several loops, or the std backend's
 // goroutine per connection), so the store and registry take locks.
 func newServer(shared bool, lim limits) *server {
-	return &server{st: newStore(shared), ps: newPubsub(shared), lim: lim, conns: map[*client]struct{}{}}
+	s := &server{st: newStore(shared), ps: newPubsub(shared), lim: lim, conns: map[*client]struct{}{}}
+	s.flushFn = s.flushMessages
+	return s
 }
 
 // client is one connection's state, owned by its loop.
@@ -51,15 +55,14 @@ type client struct {
 	p    proto.Parser
 	held int    // bytes of a partial request kept, as counted in server.pending
 	out  []byte // replies of one OnData, written at once
-	// frame is the scratch buffer of the messages this client publishes;
-	// touched, the subscribers whose batch (mbuf) its PUBLISHes of this
-	// OnData appended to (pubsub.go).
-	frame   []byte
-	touched []*client
-	// mbuf is this subscriber's batch of messages not yet written, under
-	// mmu when several loops publish.
-	mmu  sync.Mutex
-	mbuf []byte
+	// frame is the scratch buffer of the messages this client publishes.
+	frame []byte
+	// mbuf is this subscriber's batch of messages not yet written, and
+	// flushing says that its write is scheduled (pubsub.go); under mmu
+	// when callbacks run in parallel.
+	mmu      sync.Mutex
+	mbuf     []byte
+	flushing bool
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
 	chans []*channel
@@ -124,9 +127,6 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	if cl.closing {
 		s.hold(cl, 0)
-	}
-	if len(cl.touched) > 0 {
-		s.flushPublished(cl)
 	}
 	if len(out) > 0 {
 		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
