@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestCallbackBlockingHandlerKeepsOrder runs a MayBlocker handler on the
@@ -180,8 +181,8 @@ func TestCallbackAsyncWriteOrderTiers(t *testing.T) {
 		{"default", Config{Loops: 1}},
 		{"idlepoll", Config{Loops: 1, IdlePoll: 50 * time.Microsecond}},
 		{"dedicated", Config{Loops: 1, DedicatedLoops: true}},
-		{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true}},
-		{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
+		{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true}}},
+		{"nobatch", Config{Loops: 1, Switches: experiment.Switches{WaitBatch: experiment.WaitBatchOff}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newRT(t, tc.cfg)
@@ -239,7 +240,7 @@ func asyncWriteThenQuit(t *testing.T, addr string, opened <-chan *CallbackConn) 
 func TestCallbackRecvBundles(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(map[bool]string{false: "bundles", true: "no-bundles"}[off], func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1, DisableRecvBundles: off})
+			rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{DisableRecvBundles: off}})
 			var most atomic.Int64
 			ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
 				if n := int64(len(d)); n > most.Load() {

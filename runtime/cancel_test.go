@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- cancellation safety ----
@@ -144,7 +146,7 @@ func TestReadDeadlinesLoseNoBytes(t *testing.T) {
 	}
 }
 
-// TestAsyncReadDeadlineUnderLoad: under PollAsync (IOSQE_ASYNC recv) a Read
+// TestAsyncReadDeadlineUnderLoad: under experiment.PollAsync (IOSQE_ASYNC recv) a Read
 // whose deadline passes must return even when the cancel reaches the recv
 // while it moves from io-wq to its internal poll (the kernel answers ENOENT
 // or EALREADY and cancels nothing); the loop sends the cancel again. Before
@@ -153,7 +155,7 @@ func TestReadDeadlinesLoseNoBytes(t *testing.T) {
 func TestAsyncReadDeadlineUnderLoad(t *testing.T) {
 	const hogFor = 10 * time.Second
 	startCPUHogs(t, 2, hogFor)
-	rt := newRT(t, Config{Loops: 1, Pollable: PollAsync})
+	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}})
 	const conns = 16
 	end := time.Now().Add(hogFor - 2*time.Second)
 	var rounds atomic.Int64

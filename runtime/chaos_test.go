@@ -20,6 +20,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- limits ----
@@ -172,14 +174,15 @@ func TestNetworkChaosNoCrash(t *testing.T) {
 		for _, tier := range []struct {
 			name string
 			cfg  Config
-		}{{"default", Config{Loops: 2}}, {"features-off", Config{Loops: 1, DisableBufRing: true, DisableMultishot: true, DisableDeferTaskrun: true}}, {"ring", Config{Loops: 1, Pollable: PollRing}}} {
+		}{{"default", Config{Loops: 2}}, {"features-off", Config{Loops: 1, Switches: experiment.Switches{DisableBufRing: true, DisableMultishot: true, DisableDeferTaskrun: true}}}, {"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}}} {
 			if api == "callback" && tier.name == "ring" {
 				continue
 			}
 			t.Run(api+"/"+tier.name, func(t *testing.T) {
 				fds := countFDs(t)
-				rt, err := New(Config{Backend: BackendUring, Loops: tier.cfg.Loops, Pollable: tier.cfg.Pollable,
-					DisableBufRing: tier.cfg.DisableBufRing, DisableMultishot: tier.cfg.DisableMultishot, DisableDeferTaskrun: tier.cfg.DisableDeferTaskrun})
+				rt, err := New(Config{Backend: BackendUring, Loops: tier.cfg.Loops,
+					Switches: experiment.Switches{Pollable: tier.cfg.Pollable, DisableBufRing: tier.cfg.DisableBufRing, DisableMultishot: tier.cfg.DisableMultishot, DisableDeferTaskrun: tier.cfg.DisableDeferTaskrun},
+				})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -108,8 +108,8 @@ func (n *netFD) shutClose() bool {
 }
 
 // cancelIO cancels o, the recv or send op of a policy that has one in
-// flight while a goroutine waits (PollRing, PollAsync, PollBlocking). Under
-// PollHybrid a waiting goroutine parks on a poll instead and those ops are
+// flight while a goroutine waits (experiment.PollRing, experiment.PollAsync, experiment.PollBlocking). Under
+// experiment.PollHybrid a waiting goroutine parks on a poll instead and those ops are
 // never used, so nothing is posted: no request and no wake-up of the loop
 // per deadline or Close.
 func (n *netFD) cancelIO(o *op) {

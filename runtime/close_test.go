@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestCloseLeavesNothing: a runtime started and closed inside the test,
@@ -278,15 +280,15 @@ func TestCloseRacesRuntimeClose(t *testing.T) {
 // goroutine's check and the loop's arm completes inside the loop's request
 // handling; its goroutine must be woken before the loop sleeps. Before,
 // the wake waited for the loop's next wake-up (its 1 s idle wait: a Write
-// with a 1 ms deadline under PollRing took up to a second, and nettest's
+// with a 1 ms deadline under experiment.PollRing took up to a second, and nettest's
 // RacyWrite timed out under load); with that wait made an hour here, the
 // op was never completed.
 func TestArmedExpiredOpWakesAtOnce(t *testing.T) {
 	old := loopIdleWait
 	loopIdleWait = time.Hour
 	t.Cleanup(func() { loopIdleWait = old })
-	for _, pol := range []Pollable{PollRing, PollAsync} {
-		rt := newRT(t, Config{Loops: 1, Pollable: pol})
+	for _, pol := range []experiment.Pollable{experiment.PollRing, experiment.PollAsync} {
+		rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{Pollable: pol}})
 		c, _ := pair(t, rt, "tcp")
 		fd := c.(*Conn).fd
 		// The arm must be handled while the loop is awake (a request

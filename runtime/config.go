@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // Backend selects how sockets are driven.
@@ -45,69 +47,6 @@ func ParseBackend(s string) (Backend, error) {
 	}
 	return 0, fmt.Errorf("unknown backend %q (want auto, uring or std)", s)
 }
-
-// Pollable is the policy for pollable requests (socket reads, writes and
-// accepts), after Linux commit 90fa02883f ("io_uring: async hybrid mode for
-// pollable requests").
-type Pollable int
-
-const (
-	// PollHybrid (the default) tries the socket operation nonblocking in
-	// the caller; on EAGAIN the loop arms a poll (IORING_OP_POLL_ADD) and
-	// the caller parks until the completion batch wakes it, then retries.
-	PollHybrid Pollable = iota
-	// PollRing submits the operation itself (IORING_OP_RECV/SEND) and lets
-	// the kernel try it and poll-arm it internally (FAST_POLL, 5.7+).
-	PollRing
-	// PollAsync submits the operation with IOSQE_ASYNC: it is forced to
-	// io-wq, where a worker blocks on it (bounded by IOWQMaxWorkers).
-	PollAsync
-	// PollBlocking is the behaviour the commit replaced: each operation runs
-	// blocking on a bounded pool of Config.Workers workers (one sched
-	// fixed worker per connection key), so a worker waits on one socket
-	// while other work queues behind it.
-	PollBlocking
-)
-
-// String returns "hybrid", "ring", "async" or "blocking".
-func (p Pollable) String() string {
-	switch p {
-	case PollHybrid:
-		return "hybrid"
-	case PollRing:
-		return "ring"
-	case PollAsync:
-		return "async"
-	case PollBlocking:
-		return "blocking"
-	}
-	return fmt.Sprintf("Pollable(%d)", int(p))
-}
-
-// ParsePollable parses "hybrid", "ring", "async" or "blocking".
-func ParsePollable(s string) (Pollable, error) {
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown pollable policy %q (want hybrid, ring, async or blocking)", s)
-}
-
-// WaitBatch selects how a loop waits for completions.
-type WaitBatch int
-
-const (
-	// WaitBatchOn (the default) waits for min_complete CQEs sized from what
-	// the loop has in flight, bounded by Config.WaitLatency (and the
-	// kernel's min-wait on 6.12+), on a DEFER_TASKRUN ring: one wake-up per
-	// batch of completions.
-	WaitBatchOn WaitBatch = iota
-	// WaitBatchOff is the comparison baseline: the ring runs completion
-	// task_work as it comes (COOP_TASKRUN instead of DEFER_TASKRUN) and the
-	// loop waits for one CQE at a time (min_complete = 1).
-	WaitBatchOff
-)
 
 // Defaults used when a Config field is zero.
 const (
@@ -233,21 +172,24 @@ type Config struct {
 	// ring holds mostly polls of parked net.Conn goroutines does not use
 	// it. Default false.
 	DedicatedLoops bool
-	// SchedulerWait makes each loop an ordinary goroutine that waits for
-	// completions in Go's scheduler instead of a locked OS thread blocked in
-	// io_uring_enter: the ring's fd is registered with Go's netpoller
-	// (epoll; io_uring_poll reports it readable when CQEs are ready), so
-	// with GOMAXPROCS=1 the loop and the goroutines it wakes share one
-	// thread and a completion batch costs no hand-off of the P between
-	// threads. The ring then has no SINGLE_ISSUER and so no DEFER_TASKRUN
-	// (COOP_TASKRUN instead: a completion's task_work runs on the thread
-	// that submitted it at its next system call), and no registered ring
-	// fd. Side by side (BENCHMARKS.md), it makes net/http's HTTP/2 over
-	// TLS (several goroutines per connection) level with Go's net where
-	// the locked loop reaches 0.63x, and costs 1.1x CPU per message on
-	// small-message echo over net.Conn and more on the callback API, so it
-	// is off by default. DedicatedLoops does not apply with it.
-	SchedulerWait bool
+	// LockedLoops makes each loop a goroutine locked to its own OS thread
+	// that sleeps in io_uring_enter, on a ring set up with SINGLE_ISSUER and
+	// DEFER_TASKRUN (Linux 6.1+): completions are run by the kernel only when
+	// the loop asks for them, in batches (min_complete and min-wait), and
+	// the ring fd is registered. Default false: each loop is an ordinary
+	// goroutine that sleeps in Go's own netpoller, parked on the ring's fd
+	// (io_uring_poll reports it readable when CQEs are ready), on a ring
+	// with COOP_TASKRUN, so a wake-up costs what a Go net reader's costs:
+	// the thread that woke from epoll runs the loop and the goroutines it
+	// readies, with no hand-off of the P between threads and no system call
+	// that Go's sysmon must watch. Side by side at a fixed load of half Go
+	// net's peak (BENCHMARKS.md, "Equal load"), that costs 0.8x Go net's
+	// CPU per message where a locked loop costs 1.1-1.4x. A locked loop
+	// batches better when it never sleeps: choose it for a server that
+	// runs at its peak (net.Conn small-message echo at saturation: 1.25x
+	// the msgs/s of the default), with DedicatedLoops and IdlePoll, which
+	// apply only to locked loops.
+	LockedLoops bool
 	// RingEntries is each ring's SQ size in SQEs (the CQ is 4x); 0 means
 	// DefaultRingEntries.
 	RingEntries uint32
@@ -257,48 +199,11 @@ type Config struct {
 	// consumed incrementally, else DefaultBuffers x DefaultBufferSize.
 	BufferSize, Buffers int
 
-	// Experiments: switches that exist to reproduce the seed experiments
-	// (BENCHMARKS.md) and to measure the defaults against what they
-	// replaced. A server leaves them at their zero values.
+	// Switches are the experiment switches (package experiment) that
+	// reproduce the seed experiments and older kernels; a server leaves
+	// them at their zero value.
+	experiment.Switches
 
-	// Pollable is the pollable-request policy; the default is PollHybrid.
-	Pollable Pollable
-	// WaitBatch turns batched waiting off for comparison.
-	WaitBatch WaitBatch
-	// IOWQMaxWorkers, when > 0, caps each ring's io-wq workers, bounded and
-	// unbounded alike (IORING_REGISTER_IOWQ_MAX_WORKERS, 5.15+).
-	IOWQMaxWorkers uint32
-
-	// Experiments, kernel features: each turns off a feature New probed,
-	// to reproduce an older kernel (doc.go, "Kernel requirements").
-
-	// DisableDeferTaskrun sets rings up without DEFER_TASKRUN/SINGLE_ISSUER
-	// (COOP_TASKRUN instead), as on kernels before 6.1.
-	DisableDeferTaskrun bool
-	// DisableMultishot uses single-shot accept and recv, as before 5.19/6.0.
-	DisableMultishot bool
-	// DisableBufRing uses per-connection buffers instead of provided buffer
-	// rings (and so no multishot recv), as before 5.19.
-	DisableBufRing bool
-	// DisableFixedFiles addresses callback connections by fd instead of
-	// registered file slots (IORING_REGISTER_FILES2 sparse, 5.19+).
-	DisableFixedFiles bool
-	// DisableRecvBundles makes each callback recv CQE carry one provided
-	// buffer. By default, where the kernel has IORING_RECVSEND_BUNDLE
-	// (Linux 6.10+) and the ring is whole-buffer and multishot, one recv takes as many
-	// buffers as the socket has data for (a 32 KiB stream in one CQE and
-	// one tcp_recvmsg instead of eight of 4 KiB), and OnData gets each run
-	// of buffers adjacent in memory as one slice.
-	DisableRecvBundles bool
-	// DisableBufferLending makes the callback API's WriteNoCopy copy, as
-	// Write. By default a WriteNoCopy from OnData of (part of) its data,
-	// 2 KiB or more, to a connection of the same loop queues the provided
-	// buffers themselves, sent from the buffer ring and recycled once
-	// sent: no copy in user space for an echo or a proxy (lend.go;
-	// EchoHandler uses it). At most a quarter of a loop's buffers are lent
-	// at a time; past that it copies. Needs a whole-buffer provided buffer
-	// ring (Linux 5.19+, not IncrementalBuffers).
-	DisableBufferLending bool
 	// IncrementalBuffers registers the provided buffer ring with
 	// IOU_PBUF_RING_INC (needs Linux 6.12+; whole buffers where the kernel
 	// refuses it): with the default sizes, 128 buffers of 32 KiB, so one

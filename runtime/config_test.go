@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestConfigRejectsOutOfRange: values that are neither zero (the default)
@@ -23,8 +25,8 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		{"BufferSize", Config{BufferSize: -1}},
 		{"Buffers", Config{Buffers: 3}},
 		{"Backend", Config{Backend: 99}},
-		{"Pollable", Config{Pollable: 9}},
-		{"WaitBatch", Config{WaitBatch: 7}},
+		{"Pollable", Config{Switches: experiment.Switches{Pollable: 9}}},
+		{"WaitBatch", Config{Switches: experiment.Switches{WaitBatch: 7}}},
 		{"IdlePoll", Config{IdlePoll: -time.Microsecond}},
 		{"IdlePoll", Config{IdlePoll: 2 * time.Second}},
 	}

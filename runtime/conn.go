@@ -25,12 +25,12 @@ type Conn struct {
 
 var _ net.Conn = (*Conn)(nil)
 
-// Read reads up to len(b) bytes. Under PollHybrid it tries recv(2)
+// Read reads up to len(b) bytes. Under experiment.PollHybrid it tries recv(2)
 // nonblocking first and, on EAGAIN, parks until the loop's multishot poll
-// reports the socket readable; under PollRing/PollAsync it submits
+// reports the socket readable; under experiment.PollRing/experiment.PollAsync it submits
 // IORING_OP_RECV into b (b then belongs to the kernel until that CQE, which
 // Read always waits for: no byte the kernel took is lost); under
-// PollBlocking a fixed worker blocks on the socket. Read(nil) returns 0, nil.
+// experiment.PollBlocking a fixed worker blocks on the socket. Read(nil) returns 0, nil.
 func (c *Conn) Read(b []byte) (int, error) {
 	fd := c.fd
 	fd.rmu.Lock()
@@ -74,7 +74,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 // Write writes all of b, or returns the count written and an error (the
-// io.Writer contract). Under PollHybrid it tries send(2) nonblocking first;
+// io.Writer contract). Under experiment.PollHybrid it tries send(2) nonblocking first;
 // on a short write or EAGAIN the loop arms POLLOUT and Write parks. A write
 // to a reset peer fails with EPIPE or ECONNRESET, never SIGPIPE.
 func (c *Conn) Write(b []byte) (int, error) {

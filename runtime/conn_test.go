@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/nettest"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // tiers are the configurations every contract test runs in: each pollable
@@ -21,14 +23,14 @@ var tiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"async", Config{Loops: 1, Pollable: PollAsync}},
-	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 8}},
-	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
-	{"nobatch", Config{Loops: 1, WaitBatch: WaitBatchOff}},
-	{"idlepoll", Config{Loops: 1, Pollable: PollRing, IdlePoll: 100 * time.Microsecond}},
-	{"dedicated", Config{Loops: 1, Pollable: PollRing, DedicatedLoops: true}},
-	{"scheduler-wait", Config{Loops: 2, SchedulerWait: true}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
+	{"blocking", Config{Loops: 1, Workers: 8, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}},
+	{"nobatch", Config{Loops: 1, Switches: experiment.Switches{WaitBatch: experiment.WaitBatchOff}}},
+	{"idlepoll", Config{Loops: 1, LockedLoops: true, IdlePoll: 100 * time.Microsecond, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"dedicated", Config{Loops: 1, LockedLoops: true, DedicatedLoops: true, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
 	{"std", Config{Backend: BackendStd}},
 }
 

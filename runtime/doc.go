@@ -79,7 +79,7 @@
 //	Serve(ln, Handler):                     loop 1 .. n-1: the same, own ring
 //	  multishot accept -> multishot recv
 //	  (provided buffer ring) -> OnData      sched fixed pool (Config.Workers):
-//	  on the loop -> CallbackConn.Write       PollBlocking ops, MayBlocker
+//	  on the loop -> CallbackConn.Write       experiment.PollBlocking ops, MayBlocker
 //	  queues -> one send per conn per         handlers (per-connection key)
 //	  iteration
 //
@@ -99,7 +99,7 @@
 //	loop_yield.go  a yield before blocking when goroutines are still
 //	               runnable on the P the loop got back (GOMAXPROCS 1), and
 //	               one every 500 us of held P under sustained load
-//	loop_gowait.go Config.SchedulerWait: the wait in Go's netpoller instead
+//	loop_gowait.go the default wait, in Go's netpoller, instead
 //	               of io_uring_enter, the loop a goroutine, not a locked thread
 //	request.go     the MPSC queue, post and the eventfd wake; requests to a
 //	               loop that has exited (handleDead)
@@ -124,7 +124,7 @@
 //	conn.go        Conn: Read, Write, Close, deadlines, options
 //	pollable.go    the Config.Pollable policy Conn.Read and Write call:
 //	               pollable_hybrid.go (nonblock try, then poll arm),
-//	               pollable_ring.go (PollRing, PollAsync),
+//	               pollable_ring.go (experiment.PollRing, experiment.PollAsync),
 //	               pollable_blocking.go (a fixed worker blocks)
 //	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);
 //	               rawend.go the two ends a splice moves between
@@ -198,7 +198,7 @@
 // feature is probed once at New and used only when present; Config's
 // Disable* switches turn them off to reproduce older kernels:
 //
-//	5.7   FAST_POLL: PollRing's recv/send are poll-armed inside the kernel
+//	5.7   FAST_POLL: experiment.PollRing's recv/send are poll-armed inside the kernel
 //	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (Config.IOWQMaxWorkers)
 //	5.19  multishot accept and poll, provided buffer rings (DisableMultishot,
 //	      DisableBufRing: single-shot ops and per-connection buffers instead)
@@ -219,7 +219,7 @@
 // Linux commit 90fa02883f ("io_uring: async hybrid mode for pollable
 // requests"):
 //
-//	PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
+//	experiment.PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
 //	             caller parks until a poll CQE of the completion batch wakes
 //	             it. Reads park on one multishot POLLIN armed when the
 //	             connection opens and kept for its life (one SQE per
@@ -228,11 +228,11 @@
 //	             short read the next Read waits for that CQE instead of a recv
 //	             that would say EAGAIN. Writes arm a one-shot POLLOUT on
 //	             EAGAIN. No goroutine or kernel worker blocks on a socket.
-//	PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
+//	experiment.PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
 //	             poll-arms it internally.
-//	PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
+//	experiment.PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
 //	             socket (bounded by IOWQMaxWorkers).
-//	PollBlocking the behaviour the commit replaced: each operation blocks a
+//	experiment.PollBlocking the behaviour the commit replaced: each operation blocks a
 //	             worker of a bounded pool (Config.Workers) on one socket.
 //
 // The last two exist to measure the first against them (BENCHMARKS.md).

@@ -79,7 +79,9 @@ func ExampleListenConfig() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	go rt.Serve(ln, uringrt.EchoHandler{})
+	go rt.Serve(ln, uringrt.HandlerFuncs{
+		Data: func(c *uringrt.CallbackConn, data []byte) { c.Write(data) }, // echo
+	})
 
 	for i := range 3 {
 		c, err := net.Dial("tcp", ln.Addr().String())

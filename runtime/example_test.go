@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/uringrt/uringrt/runtime"
+	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
 // ExampleListen serves an echo with the package-level Listen, the drop-in
@@ -91,7 +91,6 @@ func ExampleNew() {
 	rt, err := uringrt.New(uringrt.Config{
 		Loops:      2,                      // two rings, each on its own locked OS thread
 		Backend:    uringrt.BackendAuto,    // io_uring, else Go's net with one warning
-		Pollable:   uringrt.PollHybrid,     // nonblocking try, then poll arm
 		Registerer: reg,                    // uringrt_* metrics
 		MaxConns:   10000,                  // per listener
 		Workers:    uringrt.DefaultWorkers, // for MayBlocker handlers

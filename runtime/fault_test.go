@@ -140,6 +140,12 @@ func rawEcho(t testing.TB, fd int, msg string) {
 	buf := make([]byte, len(msg))
 	for len(got) < len(msg) {
 		n, err := unix.Read(fd, buf[:len(msg)-len(got)])
+		if err == unix.EINTR {
+			// A read with SO_RCVTIMEO returns EINTR when the thread is
+			// interrupted (Go's preemption signal, or io_uring task_work
+			// queued to this thread by a COOP_TASKRUN ring).
+			continue
+		}
 		if err != nil || n == 0 {
 			t.Fatalf("echo after recovery: got %q, %v", got, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // FuzzConnVsStd is differential testing against Go's net: the fuzz input
@@ -93,10 +95,10 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 		cfg  Config
 	}{
 		{"hybrid", Config{Loops: 1}},
-		{"ring", Config{Loops: 1, Pollable: PollRing}},
-		{"async", Config{Loops: 1, Pollable: PollAsync}},
-		{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 4}},
-		{"features-off", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}},
+		{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+		{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
+		{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
+		{"features-off", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}},
 	} {
 		rt := newRT(f, tier.cfg)
 		rln, err := rt.Listen("tcp", "127.0.0.1:0")
@@ -224,7 +226,7 @@ func runFuzzProg(t *testing.T, newPair func(testing.TB) (net.Conn, net.Conn), pr
 			// Only a Read that would wait for a peer still open gets the
 			// short deadline: at the end of the stream the answer (EOF,
 			// reset) comes without waiting, however slow the path to it
-			// (PollAsync goes through io-wq).
+			// (experiment.PollAsync goes through io-wq).
 			if pending > 0 || peer.closed || peer.wrShut {
 				me.c.SetReadDeadline(time.Now().Add(2 * time.Second))
 			} else {

@@ -104,18 +104,4 @@ func (h HandlerFuncs) OnReadEOF(c *CallbackConn) bool {
 // MayBlock reports h.Blocking.
 func (h HandlerFuncs) MayBlock() bool { return h.Blocking }
 
-// EchoHandler is a Handler that writes every byte it receives back to the
-// sender: the echo benchmark's server.
-type EchoHandler struct{}
-
-// OnOpen does nothing.
-func (EchoHandler) OnOpen(*CallbackConn) {}
-
-// OnData queues data back to the peer with WriteNoCopy: runs of 2 KiB or
-// more go out of the provided buffers they arrived in, without a copy.
-func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
-
-// OnClose does nothing.
-func (EchoHandler) OnClose(*CallbackConn, error) {}
-
 var _ net.Addr = (*net.TCPAddr)(nil)

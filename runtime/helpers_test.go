@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // procStatusBytes returns a "kB" field of /proc/self/status (VmRSS, VmHWM)
@@ -470,14 +472,14 @@ func idleClients(t testing.TB, addr string, n int) (closeAll func()) {
 type faultServer struct {
 	name     string
 	callback bool
-	pollable Pollable
+	pollable experiment.Pollable
 }
 
 // faultServers lists the callback API, then the net.Conn API under every
 // pollable policy ("conn-hybrid", ...).
 func faultServers() []faultServer {
-	servers := []faultServer{{"callback", true, PollHybrid}}
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
+	servers := []faultServer{{"callback", true, experiment.PollHybrid}}
+	for _, p := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing, experiment.PollAsync, experiment.PollBlocking} {
 		servers = append(servers, faultServer{"conn-" + p.String(), false, p})
 	}
 	return servers
@@ -496,7 +498,7 @@ type faultEcho struct {
 // caller defers abort, and calls stop as the case ends.
 func startFaultEcho(t *testing.T, s faultServer, listen func(rt *Runtime) (net.Listener, error)) *faultEcho {
 	t.Helper()
-	rt, err := New(Config{Loops: 2, Backend: BackendUring, Pollable: s.pollable})
+	rt, err := New(Config{Loops: 2, Backend: BackendUring, Switches: experiment.Switches{Pollable: s.pollable}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,3 +546,13 @@ func (e *faultEcho) stop(t *testing.T) {
 	}
 	e.wg.Wait()
 }
+
+// EchoHandler is the tests' callback echo: it writes every byte it
+// receives back with WriteNoCopy (buffer lending for runs of 2 KiB or more).
+type EchoHandler struct{}
+
+func (EchoHandler) OnOpen(*CallbackConn) {}
+
+func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
+
+func (EchoHandler) OnClose(*CallbackConn, error) {}

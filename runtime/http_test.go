@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // httpTiers are the net.Conn (callback-free) configurations net/http runs on.
@@ -24,8 +26,8 @@ var httpTiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Pollable: PollRing}},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}},
 }
 
 // startHTTP serves h with net/http on a uringrt listener of rt and returns

@@ -11,7 +11,7 @@ import (
 // spinning: the poll times out (outcome="timeout") and the process burns
 // well under the idle time in CPU.
 func TestIdlePollEchoesAndSleeps(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, IdlePoll: 200 * time.Microsecond})
+	rt, reg := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: 200 * time.Microsecond})
 	addr := echoServer(t, rt, "callback")
 	cs, _ := echoTraffic(t, addr, 8, 50, 12)
 	defer closeAll(cs)
@@ -42,7 +42,7 @@ func TestIdlePollEchoesAndSleeps(t *testing.T) {
 // fires on time within Go's 10 ms preemption bound, give or take the
 // machine), and an idle loop does not burn CPU.
 func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
-	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, DedicatedLoops: true, IdlePoll: 20 * time.Microsecond})
+	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, DedicatedLoops: true, IdlePoll: 20 * time.Microsecond})
 	addr := echoServer(t, rt, "callback")
 	stop := make(chan struct{})
 	late := make(chan time.Duration, 1)
@@ -80,7 +80,7 @@ func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
 // left idle sleeps through its 1 s idle waits instead of polling after
 // each one (which would burn half a core).
 func TestIdlePollLongIdleDoesNotSpin(t *testing.T) {
-	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, IdlePoll: time.Second})
+	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: time.Second})
 	addr := echoServer(t, rt, "callback")
 	cs, _ := echoTraffic(t, addr, 2, 5, 12)
 	defer closeAll(cs)

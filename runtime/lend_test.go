@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // lentNow reads loop l's count of lent buffers on the loop.
@@ -19,7 +21,7 @@ func lentNow(l *loop) (lent, cap int) {
 func TestCallbackLendEcho(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(map[bool]string{false: "lend", true: "copy"}[off], func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1, DisableBufferLending: off})
+			rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{DisableBufferLending: off}})
 			ln := serveCB(t, rt, EchoHandler{})
 			streamEchoAll(t, ln.Addr().String(), 8, 1<<20)
 			l := rt.loops[0]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // loop owns one ring on one locked OS thread. Other goroutines reach it only
@@ -71,7 +72,7 @@ type loop struct {
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
-	gw    *goWaiter // SchedulerWait's park on the ring fd (loop_gowait.go), nil otherwise
+	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
 }
 
@@ -79,7 +80,7 @@ type loop struct {
 func startLoop(rt *Runtime, id int) (*loop, error) {
 	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
 	errc := make(chan error, 1)
-	goWait := rt.cfg.SchedulerWait
+	goWait := !rt.cfg.LockedLoops
 	go func() {
 		if !goWait {
 			runtime.LockOSThread() // never unlocked: the thread exits with the loop
@@ -102,7 +103,7 @@ func startLoop(rt *Runtime, id int) (*loop, error) {
 func (l *loop) setup(goWait bool) error {
 	cfg := &l.rt.cfg
 	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun || cfg.WaitBatch == WaitBatchOff || goWait {
+	if cfg.DisableDeferTaskrun || cfg.WaitBatch == experiment.WaitBatchOff || goWait {
 		// Without DEFER_TASKRUN the kernel runs completion task_work as
 		// it comes (COOP_TASKRUN): the comparison baseline for batching.
 		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag

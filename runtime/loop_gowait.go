@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Waiting in Go's scheduler (Config.SchedulerWait): the loop is an ordinary
+// Waiting in Go's scheduler (the default; Config.LockedLoops turns it off): the loop is an ordinary
 // goroutine, not a locked OS thread, and it sleeps by parking on the
 // ring's fd in Go's own netpoller (epoll) instead of in io_uring_enter.
 // io_uring_poll reports the ring readable when CQEs are ready, so the loop
@@ -30,6 +30,9 @@ type goWaiter struct {
 	f        *os.File // a dup of the ring's fd, registered with Go's netpoller
 	rc       syscall.RawConn
 	deadline time.Time // the read deadline currently set on f
+	// ready is rc.Read's callback, made once: a closure built per wait
+	// would be an allocation per wake-up.
+	ready func(uintptr) bool
 }
 
 // setupGoWait registers a dup of the ring's fd with Go's netpoller. It
@@ -57,6 +60,7 @@ func (l *loop) setupGoWait() error {
 		return errors.New("ring fd not pollable by Go's netpoller: " + err.Error())
 	}
 	l.gw = &goWaiter{f: f, rc: rc}
+	l.gw.ready = func(uintptr) bool { return l.ring.CQReady() > 0 || l.posted.Load() }
 	return nil
 }
 
@@ -79,9 +83,7 @@ func (l *loop) goWait(timeout time.Duration) {
 		w.deadline = want
 		w.f.SetReadDeadline(want)
 	}
-	err := w.rc.Read(func(uintptr) bool {
-		return l.ring.CQReady() > 0 || l.posted.Load()
-	})
+	err := w.rc.Read(w.ready)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		l.rt.logger.Error("loop wait in Go's netpoller failed", "loop", l.id, "err", err)
 		time.Sleep(time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // How a loop waits: the batch size (min_complete) and timeouts of its one
@@ -21,7 +22,7 @@ const holdPWaitCap = time.Millisecond
 // gap.
 func (l *loop) idlePoll() bool {
 	d := l.rt.cfg.IdlePoll
-	if d <= 0 || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
+	if d <= 0 || l.gw != nil || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
 		// Mostly parked net.Conn readers: each batch then wakes
 		// goroutines and costs the locked thread's P hand-off, so
 		// polling (which makes batches smaller) costs more switches
@@ -65,7 +66,7 @@ func (l *loop) idlePoll() bool {
 func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Duration) {
 	cfg := &l.rt.cfg
 	avg := l.batchAvg16 / 16
-	if cfg.WaitBatch == WaitBatchOff || avg < 2 || l.inflight < minBatchInflight {
+	if cfg.WaitBatch == experiment.WaitBatchOff || avg < 2 || l.inflight < minBatchInflight {
 		return 1, idle, 0
 	}
 	limit := l.inflight

@@ -88,7 +88,7 @@ const fairYieldEvery = 500 * time.Microsecond
 // runs a busy loop (Loops = GOMAXPROCS, the default), no idle P steals the
 // queued goroutines, so only a loop's yield runs them.
 func (l *loop) yieldFair(waitStart time.Time, waited bool) {
-	if l.runq == nil { // a SchedulerWait loop (it parks in Go's netpoller), or no probe on this Go
+	if l.runq == nil { // a loop that parks in Go's netpoller, or no probe on this Go
 		return
 	}
 	now := time.Now()

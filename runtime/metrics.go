@@ -191,7 +191,7 @@ var (
 	dInflight  = desc("inflight_ops", "Requests the loop has in flight in its ring.", "loop")
 	dCPE       = desc("cqes_per_enter", "CQEs ready after each loop wake-up (io_uring_enter with GETEVENTS).", "loop")
 	dBatch     = desc("taskwork_batch_size", "Completions run as one batch on the loop.", "loop")
-	dBlockWait = desc("blocking_queue_wait_seconds", "Time PollBlocking operations waited in the fixed pool's queue for a worker.")
+	dBlockWait = desc("blocking_queue_wait_seconds", "Time experiment.PollBlocking operations waited in the fixed pool's queue for a worker.")
 	dCtxsw     = desc("process_context_switches_total", "Context switches of the process (getrusage), by kind: voluntary or involuntary.", "kind")
 	dAcceptErr = desc("accept_errors_total", "accept(2) failures by errno.", "errno")
 	dInfo      = desc("backend_info", "The backend in use (1): backend uring or std, kernel release, ring setup flags.", "backend", "kernel", "setup_flags")

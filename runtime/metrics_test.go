@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/deploy"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // families is one Gather, by family name.
@@ -192,7 +193,7 @@ func TestMetricsLint(t *testing.T) {
 		cfg  Config
 	}{
 		{"uring", Config{Loops: 2}},
-		{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 2}},
+		{"blocking", Config{Loops: 1, Workers: 2, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 		{"std", Config{Backend: BackendStd}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,8 +289,8 @@ func TestMetricsConnEcho(t *testing.T) {
 		cfg  Config
 	}{
 		{"hybrid", Config{Loops: 2}},
-		{"ring", Config{Loops: 1, Pollable: PollRing}},
-		{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 4}},
+		{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+		{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, reg := newMetricsRT(t, tc.cfg)
@@ -311,7 +312,7 @@ func TestMetricsConnEcho(t *testing.T) {
 			}
 			armed := f.sum("uringrt_pollable_requests_total", "op", "read", "outcome", "poll_armed")
 			switch tc.cfg.Pollable {
-			case PollHybrid:
+			case experiment.PollHybrid:
 				// Each echo's next Read finds nothing yet: EAGAIN, poll arm.
 				if armed == 0 {
 					t.Error("hybrid: no read was poll_armed")
@@ -322,11 +323,11 @@ func TestMetricsConnEcho(t *testing.T) {
 				if f.sum("uringrt_poll_arms_total") == 0 {
 					t.Error("hybrid: poll_arms_total did not move")
 				}
-			case PollRing:
+			case experiment.PollRing:
 				if armed != reads {
 					t.Errorf("ring: %v of %v reads poll_armed, want all", armed, reads)
 				}
-			case PollBlocking:
+			case experiment.PollBlocking:
 				if n := f.sum("uringrt_blocking_queue_wait_seconds"); n < conns*msgs {
 					t.Errorf("blocking_queue_wait_seconds count = %v, want >= %d", n, conns*msgs)
 				}

@@ -95,7 +95,7 @@ func newBareNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 }
 
 // start arms the multishot POLLIN readers park on, for the socket's life:
-// hybrid is true under PollHybrid and for listeners and PacketConns.
+// hybrid is true under experiment.PollHybrid and for listeners and PacketConns.
 func (n *netFD) start(hybrid bool) {
 	if hybrid {
 		n.pollInArmed.Store(true)

@@ -6,11 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // The net.Conn recv and send of the ring and async policies: the caller's
 // buffer goes to the kernel with IORING_OP_RECV/SEND (IOSQE_ASYNC under
-// PollAsync) and the caller waits for the CQE (finish wakes it).
+// experiment.PollAsync) and the caller waits for the CQE (finish wakes it).
 
 // prepRW preps a recv into, or a send of, o.buf (MSG_NOSIGNAL: a reset
 // peer gives EPIPE, never SIGPIPE).
@@ -30,7 +31,7 @@ func (fd *netFD) ringOp(o *op, b []byte) (int, syscall.Errno, bool) {
 	}
 	o.buf = b
 	o.sqeFlags = 0
-	if fd.rt.cfg.Pollable == PollAsync {
+	if fd.rt.cfg.Pollable == experiment.PollAsync {
 		o.sqeFlags = sqeAsync
 	}
 	fd.l.post(request{kind: reqArm, op: o})

@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // optTiers are the configurations the option tests run in: the net.Conn
@@ -25,8 +27,8 @@ var optTiers = []struct {
 	cfg  Config
 }{
 	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 1, Pollable: PollRing}},
-	{"blocking", Config{Loops: 1, Pollable: PollBlocking, Workers: 4}},
+	{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	{"std", Config{Backend: BackendStd}},
 }
 

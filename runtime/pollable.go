@@ -1,11 +1,15 @@
 package uringrt
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
+)
 
 // pollable is how a Conn's Read and Write do one attempt of their socket
 // operation under a Config.Pollable policy (see doc.go's "Pollable
-// policies"): pollable_hybrid.go, pollable_ring.go (PollRing and
-// PollAsync) and pollable_blocking.go. Conn.Read and Conn.Write own the
+// policies"): pollable_hybrid.go, pollable_ring.go (experiment.PollRing and
+// experiment.PollAsync) and pollable_blocking.go. Conn.Read and Conn.Write own the
 // loop around it: locks, Close and deadline checks, errno handling and the
 // counters; a policy only moves bytes or waits.
 //
@@ -30,11 +34,11 @@ type pollable interface {
 }
 
 // pollableFor returns the policy p names; p has been validated by New.
-func pollableFor(p Pollable) pollable {
+func pollableFor(p experiment.Pollable) pollable {
 	switch p {
-	case PollRing, PollAsync:
+	case experiment.PollRing, experiment.PollAsync:
 		return pollRing{}
-	case PollBlocking:
+	case experiment.PollBlocking:
 		return pollBlocking{}
 	}
 	return pollHybrid{}

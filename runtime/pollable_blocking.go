@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pollBlocking is PollBlocking, the behaviour the hybrid mode replaced:
+// pollBlocking is experiment.PollBlocking, the behaviour the hybrid mode replaced:
 // each operation runs on a worker of the fixed pool (Config.Workers) that
 // blocks on the socket, keyed by descriptor.
 type pollBlocking struct{}

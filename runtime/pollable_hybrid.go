@@ -2,7 +2,7 @@ package uringrt
 
 import "syscall"
 
-// pollHybrid is PollHybrid, the default: the caller tries recv(2) or
+// pollHybrid is experiment.PollHybrid, the default: the caller tries recv(2) or
 // send(2) nonblocking and, on EAGAIN, parks on the fd's pollDesc until a
 // poll CQE of the loop's completion batch wakes it. Reads park on the
 // multishot POLLIN armed when the connection opened; writes post a

@@ -2,9 +2,9 @@ package uringrt
 
 import "syscall"
 
-// pollRing is PollRing and PollAsync: the caller submits IORING_OP_RECV
+// pollRing is experiment.PollRing and experiment.PollAsync: the caller submits IORING_OP_RECV
 // or IORING_OP_SEND into b through the loop (ringOp in op_rw.go; with
-// IOSQE_ASYNC under PollAsync, so an io-wq worker blocks on the socket)
+// IOSQE_ASYNC under experiment.PollAsync, so an io-wq worker blocks on the socket)
 // and waits for its CQE. b belongs to the kernel until then.
 type pollRing struct{}
 

@@ -4,18 +4,20 @@ import (
 	"io"
 	"runtime"
 	"testing"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestConnReadWriteAllocsPerMessage: a ping-pong between two Conns of one
 // runtime, through the pollable policy's read and write, allocates nothing
 // per message under the hybrid, ring and async policies (the policy is an
 // interface held by the Runtime; calling it must not allocate).
-// PollBlocking is measured and logged only: it hands each operation to a
+// experiment.PollBlocking is measured and logged only: it hands each operation to a
 // worker as a closure. Run without -race (the race detector allocates).
 func TestConnReadWriteAllocsPerMessage(t *testing.T) {
-	for _, p := range []Pollable{PollHybrid, PollRing, PollAsync, PollBlocking} {
+	for _, p := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing, experiment.PollAsync, experiment.PollBlocking} {
 		t.Run(p.String(), func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1, Pollable: p})
+			rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{Pollable: p}})
 			client, server := pair(t, rt, "tcp")
 			buf := make([]byte, 12)
 			round := func() {
@@ -47,7 +49,7 @@ func TestConnReadWriteAllocsPerMessage(t *testing.T) {
 			if raceBuild() {
 				return // -race allocates on its own; checked without -race
 			}
-			if p != PollBlocking && per > 0.05 {
+			if p != experiment.PollBlocking && per > 0.05 {
 				t.Fatalf("%.4f allocations per round trip on the %s Conn path, want 0", per, p)
 			}
 		})

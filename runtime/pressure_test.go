@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- bounded memory ----
@@ -295,14 +297,14 @@ func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
 // connections (ring policy: every op is an SQE): the SQ fills and the loop
 // submits and retries; every byte arrives intact.
 func TestBurstConnAPISQFull(t *testing.T) {
-	for _, pol := range []Pollable{PollHybrid, PollRing} {
+	for _, pol := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing} {
 		t.Run(pol.String(), func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Pollable: pol, Registerer: reg})
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Registerer: reg, Switches: experiment.Switches{Pollable: pol}})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
 			// Whether the burst itself fills the SQ depends on how far
-			// the loop falls behind (under PollHybrid an unraced run on
+			// the loop falls behind (under experiment.PollHybrid an unraced run on
 			// an idle machine often keeps up: 1 run in 7 of the full
 			// suite). Fill it for certain as well: hold the loop, close
 			// 64 conns (each posts a cancel of its poll), release.
@@ -335,7 +337,7 @@ func fillSQByCloses(t *testing.T, rt *Runtime, addr string, n int) {
 	}
 	l := rt.loops[0]
 	// A Read parked on each conn, so each has an op in flight to cancel
-	// at Close (PollHybrid's poll is armed at start anyway; PollRing arms
+	// at Close (experiment.PollHybrid's poll is armed at start anyway; experiment.PollRing arms
 	// a recv only for a waiting Read).
 	var readers sync.WaitGroup
 	for _, c := range cs {
@@ -364,7 +366,7 @@ func fillSQByCloses(t *testing.T, rt *Runtime, addr string, n int) {
 	select {
 	case <-closed:
 	case <-time.After(time.Second):
-		// Under PollRing a Close waits for its parked Read to leave,
+		// Under experiment.PollRing a Close waits for its parked Read to leave,
 		// which takes the loop; its cancel is queued already. Release.
 	}
 	close(release)

@@ -60,7 +60,7 @@ func (fd *netFD) rawIO(write bool, f func(sysfd int) rawResult) error {
 }
 
 // waitRawRead parks a raw reader until the socket's multishot POLLIN
-// fires. netFD.start arms it for the socket's life under PollHybrid, for
+// fires. netFD.start arms it for the socket's life under experiment.PollHybrid, for
 // listeners and for PacketConns; under the policies that read through the
 // ring the first raw read arms it, and it stays armed (re-armed, like the
 // hybrid one, when the kernel ends it).

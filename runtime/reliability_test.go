@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- helpers ----
@@ -122,12 +124,12 @@ var relCbTiers = []struct {
 	blocking bool
 }{
 	{"bufring-multishot", Config{Loops: 2}, false},
-	{"no-bundles", Config{Loops: 1, DisableRecvBundles: true}, false},
-	{"no-bufring", Config{Loops: 1, DisableBufRing: true}, false},
-	{"no-multishot", Config{Loops: 1, DisableMultishot: true}, false},
-	{"no-defer-taskrun", Config{Loops: 1, DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}, false},
+	{"no-bundles", Config{Loops: 1, Switches: experiment.Switches{DisableRecvBundles: true}}, false},
+	{"no-bufring", Config{Loops: 1, Switches: experiment.Switches{DisableBufRing: true}}, false},
+	{"no-multishot", Config{Loops: 1, Switches: experiment.Switches{DisableMultishot: true}}, false},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}, false},
 	{"blocking-handler", Config{Loops: 1, Workers: 4}, true},
-	{"scheduler-wait", Config{Loops: 1, SchedulerWait: true}, false},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}, false},
 	{"std", Config{Backend: BackendStd}, false},
 }
 
@@ -143,7 +145,7 @@ func relEchoHandler(blocking bool) Handler {
 // policy, and Go's net.
 func TestTiersCoverFeatureSwitches(t *testing.T) {
 	var allOff, std bool
-	pol := map[Pollable]bool{}
+	pol := map[experiment.Pollable]bool{}
 	for _, tr := range tiers {
 		c := tr.cfg
 		allOff = allOff || c.DisableDeferTaskrun && c.DisableMultishot && c.DisableBufRing

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 	"github.com/uringrt/uringrt/sched"
 )
 
@@ -151,10 +152,10 @@ func validate(cfg *Config) error {
 		return bad("Buffers", cfg.Buffers, "want 0 or a power of two up to 32768")
 	case cfg.Backend < BackendAuto || cfg.Backend > BackendStd:
 		return bad("Backend", cfg.Backend, "want BackendAuto, BackendUring or BackendStd")
-	case cfg.Pollable < PollHybrid || cfg.Pollable > PollBlocking:
-		return bad("Pollable", cfg.Pollable, "want PollHybrid, PollRing, PollAsync or PollBlocking")
-	case cfg.WaitBatch < WaitBatchOn || cfg.WaitBatch > WaitBatchOff:
-		return bad("WaitBatch", cfg.WaitBatch, "want WaitBatchOn or WaitBatchOff")
+	case cfg.Pollable < experiment.PollHybrid || cfg.Pollable > experiment.PollBlocking:
+		return bad("Pollable", cfg.Pollable, "want experiment.PollHybrid, experiment.PollRing, experiment.PollAsync or experiment.PollBlocking")
+	case cfg.WaitBatch < experiment.WaitBatchOn || cfg.WaitBatch > experiment.WaitBatchOff:
+		return bad("WaitBatch", cfg.WaitBatch, "want experiment.WaitBatchOn or experiment.WaitBatchOff")
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ const (
 //
 // An io.LimitedReader's N is lowered by the bytes copied. Any other reader,
 // a kernel that refuses the call for these descriptors (EINVAL, ENOSYS,
-// EOPNOTSUPP before any byte moved), and the PollRing, PollAsync and
-// PollBlocking policies copy through a 32 KiB buffer with Read and Write.
+// EOPNOTSUPP before any byte moved), and the experiment.PollRing, experiment.PollAsync and
+// experiment.PollBlocking policies copy through a 32 KiB buffer with Read and Write.
 // Concurrent Writes wait until ReadFrom returns. Errors other than io.EOF
 // are *net.OpError with Op "readfrom" wrapping net.ErrClosed,
 // os.ErrDeadlineExceeded (c's write deadline, or the source conn's read

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // udpConn is what *net.UDPConn and *PacketConn share: the conformance
@@ -442,8 +444,8 @@ var udpScripts = []udpScript{
 func TestUDPConformance(t *testing.T) {
 	sides := []udpSide{
 		uringUDPSide(newRT(t, Config{Loops: 1}), "uring"),
-		uringUDPSide(newRT(t, Config{Loops: 1, DisableMultishot: true, DisableDeferTaskrun: true}), "uring-singleshot"),
-		uringUDPSide(newRT(t, Config{Loops: 1, Pollable: PollRing}), "uring-ring"),
+		uringUDPSide(newRT(t, Config{Loops: 1, Switches: experiment.Switches{DisableMultishot: true, DisableDeferTaskrun: true}}), "uring-singleshot"),
+		uringUDPSide(newRT(t, Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}), "uring-ring"),
 		multishotSide(newRT(t, Config{Loops: 1, UDPRecvMultishot: true})),
 		uringUDPSide(newRT(t, Config{Backend: BackendStd}), "backend-std"),
 	}

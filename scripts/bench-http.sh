@@ -5,7 +5,7 @@
 #
 #   scripts/bench-http.sh                       # all workloads, 3 rounds, 5 s each
 #   WORKLOADS="http-ka resp" ROUNDS=5 DUR=10 scripts/bench-http.sh
-#   BACKENDS="std uring uring-sched" WORKLOADS=h2 scripts/bench-http.sh
+#   BACKENDS="std uring uring-locked" WORKLOADS=h2 scripts/bench-http.sh
 #   BACKENDS="std uring:/tmp/old/bin uring" scripts/bench-http.sh   # A/B: /tmp/old/bin
 #       holds http-server and resp-server built at another commit (a
 #       previous run's $OUT/bin will do)
@@ -25,8 +25,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp}
-# BACKENDS: std (Go's net), uring (uringrt, locked loop), uring-sched
-# (uringrt with Config.SchedulerWait)
+# BACKENDS: std (Go's net), uring (uringrt, the default wait in Go's netpoller), uring-locked
+# (uringrt with Config.LockedLoops)
 BACKENDS=${BACKENDS:-std uring}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}

@@ -166,7 +166,7 @@ func flagRanges() map[string]flagRange {
 		"wait-latency":         durRange(0, maxWaitLatency, "0 = default"),
 		"idle-poll":            durRange(0, maxIdlePoll, ""),
 		"dedicated":            boolRange,
-		"scheduler-wait":       boolRange,
+		"locked-loops":         boolRange,
 		"inc-buffers":          boolRange,
 		"no-bundles":           boolRange,
 		"no-lend":              boolRange,

@@ -26,7 +26,7 @@ func TestFlagRanges(t *testing.T) {
 		"idle-timeout":         {[]string{"0", "10ms", "5m", "24h"}, []string{"-1s", "5ms", "25h"}},
 		"max-buffered":         {[]string{"-1", "0", "1048576"}, []string{"-2", "2000000000000"}},
 		"dedicated":            {[]string{"true", "false"}, nil},
-		"scheduler-wait":       {[]string{"true", "false"}, nil},
+		"locked-loops":         {[]string{"true", "false"}, nil},
 		"inc-buffers":          {[]string{"true", "false"}, nil},
 		"no-bundles":           {[]string{"true", "false"}, nil},
 		"no-lend":              {[]string{"true", "false"}, nil},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
 // The net.Conn handler's read buffer (-buf-size): by default io.Copy's
@@ -16,7 +18,7 @@ const (
 // echo serves one net.Conn: it reads up to bufSize bytes and writes back
 // what it read, as the plain Go echo server does (a goroutine per
 // connection), until EOF or an error. The callback API needs no buffer: its
-// handler (uringrt.EchoHandler) queues back each chunk the loop hands it,
+// handler (echoHandler) queues back each chunk the loop hands it,
 // whole.
 func echo(c net.Conn, bufSize int) {
 	defer c.Close()
@@ -33,3 +35,14 @@ func echo(c net.Conn, bufSize int) {
 		}
 	}
 }
+
+// echoHandler is the callback API's echo: it writes every byte it receives
+// back to the sender with WriteNoCopy, so runs of 2 KiB or more go out of
+// the provided buffers they arrived in, without a copy.
+type echoHandler struct{}
+
+func (echoHandler) OnOpen(*uringrt.CallbackConn) {}
+
+func (echoHandler) OnData(c *uringrt.CallbackConn, data []byte) { c.WriteNoCopy(data) }
+
+func (echoHandler) OnClose(*uringrt.CallbackConn, error) {}

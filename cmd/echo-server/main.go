@@ -28,7 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/uringrt/uringrt/runtime"
+	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -42,7 +43,7 @@ type options struct {
 	udpMultishot                                     bool
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
-	showVersion, dedicated, incBufs, schedWait       bool
+	showVersion, dedicated, incBufs, lockedLoops     bool
 	noBundles, noLend                                bool
 
 	metricsMaxConns                                 int
@@ -72,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
 	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
 	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
-	fs.BoolVar(&o.schedWait, "scheduler-wait", false, "loops are goroutines waiting in Go's netpoller, not locked threads (Config.SchedulerWait)")
+	fs.BoolVar(&o.lockedLoops, "locked-loops", false, "each loop a locked OS thread sleeping in io_uring_enter on a DEFER_TASKRUN ring, instead of a goroutine sleeping in Go's netpoller (Config.LockedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.noBundles, "no-bundles", false, "one provided buffer per callback recv CQE instead of recv bundles (IORING_RECVSEND_BUNDLE, Linux 6.10+; Config.DisableRecvBundles)")
 	fs.BoolVar(&o.noLend, "no-lend", false, "callback echo copies each message into the output queue instead of sending the provided buffers it arrived in (Config.DisableBufferLending)")
@@ -129,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 2
 	}
-	pollable, err := uringrt.ParsePollable(o.pollable)
+	pollable, err := experiment.ParsePollable(o.pollable)
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 2
@@ -148,17 +149,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := uringrt.Config{
-		Loops: o.loops, Backend: backend, Pollable: pollable, Workers: o.workers,
-		IOWQMaxWorkers: uint32(o.iowqMax), MaxConns: o.maxConns, Logger: logger,
-		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, SchedulerWait: o.schedWait, ReusePort: o.reusePort,
-		UDPRecvMultishot:     o.udpMultishot,
-		IncrementalBuffers:   o.incBufs,
-		DisableRecvBundles:   o.noBundles,
-		DisableBufferLending: o.noLend,
+		Loops: o.loops, Backend: backend, Workers: o.workers, MaxConns: o.maxConns, Logger: logger,
+		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, LockedLoops: o.lockedLoops, ReusePort: o.reusePort,
+		UDPRecvMultishot:   o.udpMultishot,
+		IncrementalBuffers: o.incBufs,
+		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend},
 	}
 	o.limits.apply(&cfg)
 	if o.batch == "off" {
-		cfg.WaitBatch = uringrt.WaitBatchOff
+		cfg.WaitBatch = experiment.WaitBatchOff
 	}
 	if o.metricsAddr != "" {
 		cfg.Registerer = reg
@@ -203,7 +202,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	go func() {
 		defer close(served)
 		if o.api == "callback" {
-			rt.Serve(ln, uringrt.EchoHandler{})
+			rt.Serve(ln, echoHandler{})
 			return
 		}
 		acceptLoop(ln, logger, o.bufSize)

@@ -15,8 +15,8 @@ import (
 )
 
 // Listen returns a TCP listener on addr: uringrt's (backend "uring", with
-// loops event loops; 0 = GOMAXPROCS; "uring-sched": the same with
-// Config.SchedulerWait) or Go's net (backend "std"). close
+// loops event loops; 0 = GOMAXPROCS; "uring-locked": the same with
+// Config.LockedLoops) or Go's net (backend "std"). close
 // releases the listener and the runtime.
 func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err error) {
 	switch backend {
@@ -26,8 +26,8 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 			return nil, nil, err
 		}
 		return ln, func() { ln.Close() }, nil
-	case "uring", "uring-sched":
-		rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: loops, SchedulerWait: backend == "uring-sched"})
+	case "uring", "uring-locked":
+		rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: loops, LockedLoops: backend == "uring-locked"})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -38,7 +38,7 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 		}
 		return ln, func() { ln.Close(); rt.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("-backend must be uring, uring-sched or std, not %q", backend)
+	return nil, nil, fmt.Errorf("-backend must be uring, uring-locked or std, not %q", backend)
 }
 
 // SignalContext is cancelled by SIGINT or SIGTERM.
