@@ -8,19 +8,20 @@ import (
 
 // The memory budget of the callback API.
 //
-// Per connection: Config.MaxWriteBuffer caps its queued output. A queue
-// over the cap stops its connection's reads (the multishot recv is
-// cancelled and not re-armed) until the queue has drained below half the
-// cap. Per runtime: Config.MaxBufferedBytes caps the chunk bytes all
+// Per connection: Config.MaxWriteBuffer caps its queued output (writes
+// past it fail with ErrWriteBufferFull). A queue over the pause mark
+// (half the cap, at most 64 KiB) stops its connection's reads (the
+// multishot recv is cancelled and not re-armed) until the queue has
+// drained below half the mark; each recv arm is limited to the room left
+// under the cap, so an echo's writes never pass it. Per runtime: Config.MaxBufferedBytes caps the chunk bytes all
 // queues hold together. Over half of it, each loop stops reading from its
 // connections with queued output, largest queue first, until the chunk
 // bytes of the connections it still reads from are under its share of half
 // the cap, so connections with small queues keep being served; over the
 // cap itself it stops reading from every connection with queued output. A
 // connection stopped this way reads again once its queue has drained below
-// half of MaxWriteBuffer and the runtime is back under half the cap, or
-// once its
-// queue is empty. Every stop is counted in
+// half the pause mark and the runtime is back under half the cap, or once
+// its queue is empty. Every stop is counted in
 // uringrt_read_pauses_total{loop,kind="conn"|"runtime"}; the bytes held
 // are uringrt_output_buffered_bytes. docs/RELIABILITY.md states the worst
 // case per connection.
@@ -93,7 +94,7 @@ func (c *CallbackConn) afterQueue() {
 	if c.closing {
 		return
 	}
-	if !c.paused && c.outq.n > c.l.rt.cfg.MaxWriteBuffer {
+	if !c.paused && c.outq.n > c.pauseMark() {
 		c.pauseRead(pauseConn)
 	}
 	switch {
@@ -105,6 +106,30 @@ func (c *CallbackConn) afterQueue() {
 	case c.l.rt.overSoftBudget():
 		c.l.budget.over = true
 	}
+}
+
+// readPauseMax is the most output a connection may have queued and still
+// be read (bytes), whatever MaxWriteBuffer: a peer that sends and does not
+// read then costs the server about this plus one recv arm, as a net.Conn
+// server's copy buffer does, not MaxWriteBuffer.
+const readPauseMax = 64 << 10
+
+// pauseMark is the queued output (bytes) over which c stops reading:
+// half of MaxWriteBuffer, at most readPauseMax, so that what a paused
+// recv still delivers fits under MaxWriteBuffer (recvRoom).
+func (c *CallbackConn) pauseMark() int {
+	return min(c.l.rt.cfg.MaxWriteBuffer/2, readPauseMax)
+}
+
+// recvRoom is the byte limit of c's next multishot recv arm: recvLimit,
+// or less when c's queue leaves less room under MaxWriteBuffer, so that a
+// handler writing what it reads (an echo, a proxy) is paused before its
+// writes could pass the cap and fail.
+func (c *CallbackConn) recvRoom() uint32 {
+	// Less one buffer: the recv that reaches the limit may fill its
+	// buffer past it.
+	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load()) - int(c.l.bufRing.Size())
+	return uint32(max(min(room, recvLimit), 1<<10))
 }
 
 // pauseRead stops reading c: its recv is cancelled and not re-armed.
@@ -129,7 +154,7 @@ func (c *CallbackConn) pauseRead(reason int) {
 // maybeResume re-arms c's recv when its queue has drained enough (loop
 // only; called after each send completion).
 func (c *CallbackConn) maybeResume() {
-	if !c.paused || c.closing || c.outq.n >= c.l.rt.cfg.MaxWriteBuffer/2 {
+	if !c.paused || c.closing || c.outq.n >= c.pauseMark()/2 {
 		return
 	}
 	if c.outq.n > 0 && c.l.rt.overSoftBudget() {

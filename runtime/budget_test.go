@@ -342,3 +342,8 @@ func TestOutQueueDiscardKeepsSendmsgChunks(t *testing.T) {
 		t.Fatalf("released queue: %d bytes, %d chunks, holds %d, accounted %d", q.n, len(q.chunks), q.held, l.budget.held.Load())
 	}
 }
+
+// pauseCounter reports whether a loop paused a connection for its queue.
+type pauseCounter struct{ l *loop }
+
+func (p pauseCounter) Load() bool { return p.l.budget.pauses[pauseConn].Load() > 0 }

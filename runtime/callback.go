@@ -54,8 +54,8 @@ type CallbackConn struct {
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.
 	cb        atomic.Int32
-	closeReq  bool // Close was called in a callback: closed when it returns
-	wroteInCB bool // a callback queued output: flush and check the caps after it
+	closeReq  bool       // Close was called in a callback: closed when it returns
+	wroteInCB bool       // a callback queued output: flush and check the caps after it
 	frame     frameState // framing (callback_frame.go)
 
 	drainer   Drainer      // h as a Drainer, or nil (callback_drain.go)
@@ -94,6 +94,9 @@ func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
 		cc.blocking = true
 	}
 	cc.drainer, _ = h.(Drainer)
+	if hf, ok := h.(HandlerFuncs); ok && hf.Drained == nil {
+		cc.drainer = nil
+	}
 	cc.recvOp = op{kind: opCBRecv, fd: fd.fd, cc: cc}
 	cc.sendOp = op{kind: opCBSend, fd: fd.fd, cc: cc}
 	return cc

@@ -49,7 +49,7 @@ type frameState struct {
 // OnData. From anywhere but the connection's OnData it returns nil,
 // ErrNotInCallback.
 func (c *CallbackConn) Peek(n int) ([]byte, error) {
-	if !c.hold() {
+	if !c.holdWait() {
 		return nil, ErrNotInCallback
 	}
 	defer c.unhold()
@@ -73,7 +73,7 @@ func (c *CallbackConn) Peek(n int) ([]byte, error) {
 // io.ErrShortBuffer. The bytes are valid until OnData returns. From
 // anywhere but the connection's OnData it returns nil, ErrNotInCallback.
 func (c *CallbackConn) Next(n int) ([]byte, error) {
-	if !c.hold() {
+	if !c.holdWait() {
 		return nil, ErrNotInCallback
 	}
 	defer c.unhold()
@@ -98,7 +98,7 @@ func (c *CallbackConn) Next(n int) ([]byte, error) {
 // it and returns that count and io.ErrShortBuffer. From anywhere but the
 // connection's OnData it returns 0, ErrNotInCallback.
 func (c *CallbackConn) Discard(n int) (int, error) {
-	if !c.hold() {
+	if !c.holdWait() {
 		return 0, ErrNotInCallback
 	}
 	defer c.unhold()
@@ -124,7 +124,7 @@ func (c *CallbackConn) Discard(n int) (int, error) {
 // consumes nothing and, alone, does not make bytes stay. Outside the
 // connection's OnData it returns 0.
 func (c *CallbackConn) InboundBuffered() int {
-	if !c.hold() {
+	if !c.holdWait() {
 		return 0
 	}
 	defer c.unhold()

@@ -52,6 +52,22 @@ func (c *CallbackConn) hold() bool { return c.cb.CompareAndSwap(cbIn, cbHeld) }
 
 func (c *CallbackConn) unhold() { c.cb.Store(cbIn) }
 
+// holdWait is hold that, when another caller holds the state, waits for
+// it to be given back rather than fail: for the framing methods, which
+// have no other way to reach the state than to hold it (a write can take
+// the request queue instead).
+func (c *CallbackConn) holdWait() bool {
+	for {
+		if c.cb.CompareAndSwap(cbIn, cbHeld) {
+			return true
+		}
+		if c.cb.Load() == cbIdle {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
 // enterCB marks the start of a callback of c (on its loop or worker).
 func (c *CallbackConn) enterCB() { c.cb.Store(cbIn) }
 

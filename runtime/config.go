@@ -85,9 +85,15 @@ type Config struct {
 	// operations and callback handlers that may block; 0 means
 	// DefaultWorkers.
 	Workers int
-	// MaxWriteBuffer caps the bytes queued for sending per connection; 0
-	// means DefaultMaxWriteBuffer (4 MiB). Over it, the callback API stops
-	// reading from that connection until its output drains.
+	// MaxWriteBuffer caps the bytes queued for sending per callback
+	// connection; 0 means DefaultMaxWriteBuffer (4 MiB). A write past it
+	// fails with ErrWriteBufferFull (a write into an empty queue always
+	// fits). A connection stops being read while its own queue holds more
+	// than half of it, at most 64 KiB, and each multishot recv arm is
+	// limited to the room left under it, so a handler that writes what it
+	// reads never reaches it (Linux 6.17+, which has the arm's byte limit;
+	// before, a slow reader's overshoot can). It also caps a connection's unconsumed input
+	// kept by framing (ErrInboundFull). net.Conn writes block instead.
 	MaxWriteBuffer int
 	// MaxBufferedBytes caps the bytes of queued output that all callback
 	// connections of the runtime hold together (their queues' chunks); 0
@@ -96,8 +102,10 @@ type Config struct {
 	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
 	// as they drain; the overshoot is at most one loop iteration's
 	// receives per loop (Buffers x BufferSize bytes), see
-	// docs/RELIABILITY.md. AsyncWrite from other goroutines is not held
-	// back by it.
+	// docs/RELIABILITY.md. Writes that go through a loop's request queue
+	// (AsyncWrite, and Write from anywhere but the connection's own
+	// callbacks) fail with ErrWriteBufferFull once the queued and posted
+	// bytes would pass it.
 	MaxBufferedBytes int64
 	// MaxConns caps open connections per listener; connections over it are
 	// closed at once and counted (uringrt_connections_rejected_total). 0

@@ -14,6 +14,52 @@ import (
 // They run on the loop goroutine, so they must not block; a handler that may
 // block implements MayBlocker and is then run on a sched fixed worker chosen
 // by connection (SubmitKey), which keeps that order.
+//
+// # Porting a gnet server
+//
+// gnet's OnBoot/OnShutdown are the code around Runtime.Serve; OnOpen,
+// OnClose and OnTraffic are OnOpen, OnClose and OnData. What differs:
+//
+// Framing. OnData gets the bytes as its data argument; a handler that
+// consumes all of them (an echo, a proxy) needs nothing else. A parser uses
+// the gnet methods instead, in OnData only: Peek(n), Next(n), Discard(n)
+// and InboundBuffered(). Once it calls one of the first three in an OnData,
+// the bytes it did not consume by Next or Discard stay with the connection
+// and the next OnData's data starts with them, joined with the new bytes
+// (the runtime copies them once; the handler copies nothing). Errors:
+// io.ErrShortBuffer when n passes what is buffered (wait for the next
+// OnData); ErrNotInCallback from anywhere but the connection's OnData;
+// kept input over Config.MaxWriteBuffer closes the connection with
+// ErrInboundFull.
+//
+// Writes from anywhere. Write, WriteNoCopy, AsyncWrite, Close and
+// AsyncClose work from any callback of any connection on any loop and from
+// any goroutine (gnet: Write in OnTraffic, AsyncWrite elsewhere). In the
+// connection's own callback Write queues at once; elsewhere it posts a copy
+// to the connection's loop. Each writer's bytes leave in its order; nothing
+// races. Errors: net.ErrClosed once the connection is closing.
+//
+// Backpressure. Each connection's queued output is capped by
+// Config.MaxWriteBuffer and all queues together by MaxBufferedBytes: past
+// the cap a write returns ErrWriteBufferFull (nothing queued, the
+// connection stays open). OutboundBuffered() tells the queued bytes; a
+// handler implementing Drainer (or HandlerFuncs.Drained) gets
+// OnDrained(c) when the queue falls to its low-water mark (SetLowWater),
+// so a publisher pauses for a slow subscriber or drops it. The runtime
+// stops reading a connection whose own queue passes 64 KiB (half of
+// MaxWriteBuffer when smaller), so an echo or proxy needs nothing.
+//
+// Timers. c.AfterFunc(d, f) and c.Every(d, f) (gnet: OnTick, or a
+// goroutine) run f as a callback of c on its loop, so f writes directly;
+// LoopTimer.Stop cancels, and every timer ends when the connection begins
+// closing. c.SetReadTimeout(d) closes a connection that received nothing
+// for d, OnClose getting ErrReadTimeout; c.SetWriteTimeout(d) one whose
+// queued output made no progress for d (a peer that stopped reading),
+// OnClose getting ErrWriteTimeout. Both wrap os.ErrDeadlineExceeded.
+// Config.IdleTimeout closes any connection idle both ways (ErrIdleTimeout).
+//
+// The package's examples show a broadcast chat, a pub/sub with a slow
+// subscriber and a length-prefixed protocol.
 type Handler interface {
 	// OnOpen is called once when the connection is accepted. Its
 	// LocalAddr and RemoteAddr are captured then and stay valid through
@@ -21,7 +67,9 @@ type Handler interface {
 	// that it has no peer address any more) is closed without OnOpen.
 	OnOpen(c *CallbackConn)
 	// OnData is called with the bytes received; data is valid only until
-	// OnData returns (copy what must outlive it).
+	// OnData returns (copy what must outlive it). When the last OnData
+	// left input unconsumed (framing: Peek, Next, Discard), data starts
+	// with it.
 	OnData(c *CallbackConn, data []byte)
 	// OnClose is called once when the connection is gone: err is nil after a
 	// local Close, io.EOF after the peer's orderly close, or the error that
@@ -66,6 +114,8 @@ type HandlerFuncs struct {
 	// the peer's FIN and the connection stays open for writing until it is
 	// closed. When nil, the peer's FIN closes the connection.
 	ReadEOF func(c *CallbackConn)
+	// Drained, when set, is OnDrained (see Drainer).
+	Drained func(c *CallbackConn)
 	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
 	Blocking bool
 }
@@ -99,6 +149,13 @@ func (h HandlerFuncs) OnReadEOF(c *CallbackConn) bool {
 	}
 	h.ReadEOF(c)
 	return true
+}
+
+// OnDrained calls h.Drained if set (see Drainer).
+func (h HandlerFuncs) OnDrained(c *CallbackConn) {
+	if h.Drained != nil {
+		h.Drained(c)
+	}
 }
 
 // MayBlock reports h.Blocking.

@@ -28,7 +28,7 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 	} else {
 		sqe.PrepRecvMultishot(o.fd, l.bufRing.Group(), 0)
 		if l.rt.recvLimitOn() {
-			sqe.SetRecvLimit(recvLimit) // budget.go: bounds a pause's overshoot
+			sqe.SetRecvLimit(o.cc.recvRoom()) // budget.go: bounds a pause's overshoot
 		}
 	}
 	if l.bundles {
