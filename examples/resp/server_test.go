@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,52 +101,41 @@ func readValue(r *bufio.Reader, b *strings.Builder) error {
 	return nil
 }
 
+// loadCommands reads a table of requests and replies (see the file's head).
+func loadCommands(t *testing.T, path string) []struct{ req, reply string } {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []struct{ req, reply string }
+	for i, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		q1, err1 := strconv.QuotedPrefix(line)
+		q2, err2 := strconv.QuotedPrefix(strings.TrimPrefix(line[len(q1):], " "))
+		req, err3 := strconv.Unquote(q1)
+		reply, err4 := strconv.Unquote(q2)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatalf("%s:%d: %v", path, i+1, err)
+		}
+		tests = append(tests, struct{ req, reply string }{req, reply})
+	}
+	if len(tests) == 0 {
+		t.Fatalf("%s: no requests", path)
+	}
+	return tests
+}
+
+// TestCommands runs the table of testdata/commands.txt (which
+// bench/cmd/std-resp, the Go net twin, runs too) with one loop and two.
 func TestCommands(t *testing.T) {
 	for _, loops := range []int{1, 2} {
 		_, addr := startServer(t, loops, testLimits)
 		c := dial(t, addr)
 		r := bufio.NewReader(c)
-		tests := []struct{ req, reply string }{
-			{cmd("PING"), "+PONG\r\n"},
-			{"PING\r\n", "+PONG\r\n"}, // inline, as redis-benchmark's PING_INLINE
-			{cmd("ping", "hi"), "$2\r\nhi\r\n"},
-			{cmd("ECHO", "a\r\nb"), "$4\r\na\r\nb\r\n"},
-			{cmd("GET", "k"), "$-1\r\n"},
-			{cmd("SET", "k", "v1"), "+OK\r\n"},
-			{cmd("GET", "k"), "$2\r\nv1\r\n"},
-			{cmd("set", "k", "longer value"), "+OK\r\n"},
-			{cmd("GET", "k"), "$12\r\nlonger value\r\n"},
-			{cmd("SET", "k", "x", "NX"), "$-1\r\n"},
-			{cmd("SET", "k2", "x", "XX"), "$-1\r\n"},
-			{cmd("SET", "k2", "x", "EX", "100"), "+OK\r\n"},
-			{cmd("SET", "k3", "x", "PX", "100000", "NX"), "+OK\r\n"},
-			{cmd("SET", "k2", "x", "EX", "0"), "-ERR invalid expire time in 'set' command\r\n"},
-			{cmd("SET", "k2", "x", "EX", "ten"), "-ERR value is not an integer or out of range\r\n"},
-			{cmd("SET", "k2", "x", "EX"), "-ERR syntax error\r\n"},
-			{cmd("SET", "k2", "x", "NX", "XX"), "-ERR syntax error\r\n"},
-			{cmd("EXISTS", "k", "k2", "k3", "nope", "k"), ":4\r\n"},
-			{cmd("INCR", "n"), ":1\r\n"},
-			{cmd("INCR", "n"), ":2\r\n"},
-			{cmd("INCR", "k"), "-ERR value is not an integer or out of range\r\n"},
-			{cmd("SET", "big", "9223372036854775807"), "+OK\r\n"},
-			{cmd("INCR", "big"), "-ERR increment or decrement would overflow\r\n"},
-			{cmd("MSET", "a", "1", "b", "2"), "+OK\r\n"},
-			{cmd("MSET", "a", "1", "b"), "-ERR wrong number of arguments for 'mset' command\r\n"},
-			{cmd("MGET", "a", "nope", "b"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n"},
-			{cmd("DEL", "a", "b", "nope"), ":2\r\n"},
-			{cmd("DBSIZE"), ":5\r\n"},
-			{cmd("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
-			{cmd("CONFIG", "GET", "appendonly"), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"},
-			{cmd("CONFIG", "GET", "nothing*"), "*0\r\n"},
-			{cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n"},
-			{cmd("NOPE", "x"), "-ERR unknown command 'NOPE', with args beginning with: 'x' \r\n"},
-			{cmd("SELECT", "0"), "+OK\r\n"},
-			{cmd("PUBLISH", "ch", "m"), ":0\r\n"},
-			{cmd("UNSUBSCRIBE"), "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n"},
-			{cmd("FLUSHALL"), "+OK\r\n"},
-			{cmd("DBSIZE"), ":0\r\n"},
-			{"*0\r\n\r\n" + cmd("PING"), "+PONG\r\n"}, // empty requests are skipped
-		}
+		tests := loadCommands(t, "testdata/commands.txt")
 		for _, tt := range tests {
 			if _, err := c.Write([]byte(tt.req)); err != nil {
 				t.Fatal(err)
