@@ -297,3 +297,23 @@ func TestPendingBound(t *testing.T) {
 	}
 	waitPending(t, srv, 0)
 }
+
+// TestExecNoAllocs: GET and SET of an existing key (what redis-benchmark
+// sends: SET and GET of key:__rand_int__) allocate nothing, on the
+// unlocked store of one loop and the sharded one of several.
+func TestExecNoAllocs(t *testing.T) {
+	set := [][]byte{[]byte("SET"), []byte("key:__rand_int__"), []byte("xxx")}
+	get := [][]byte{[]byte("GET"), []byte("key:__rand_int__")}
+	for _, shared := range []bool{false, true} {
+		s := newServer(shared, testLimits)
+		cl := &client{}
+		out := s.exec(cl, set, nil)
+		allocs := testing.AllocsPerRun(1000, func() {
+			out = s.exec(cl, set, out[:0])
+			out = s.exec(cl, get, out)
+		})
+		if allocs != 0 || string(out) != "+OK\r\n$3\r\nxxx\r\n" {
+			t.Fatalf("shared %v: %v allocations, replies %q", shared, allocs, out)
+		}
+	}
+}
