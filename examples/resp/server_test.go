@@ -23,7 +23,7 @@ var testLimits = limits{maxBulk: 1 << 20, maxRequest: 2 << 20, maxPending: 8 << 
 // startServer serves a server with lim on a loopback port for the test.
 func startServer(t testing.TB, loops int, lim limits) (*server, string) {
 	t.Helper()
-	rt, ln, srv, err := start("127.0.0.1:0", loops, uringrt.BackendAuto, lim)
+	rt, ln, srv, err := start("127.0.0.1:0", uringrt.Config{Loops: loops}, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
