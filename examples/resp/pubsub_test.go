@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -55,8 +56,9 @@ func boolInt(b bool) int {
 
 // subscriber reads messages of channel ch from c and checks that each
 // publisher's messages ("<publisher> <seq> <padding>") come in order,
-// without a gap, until it has want of each publisher.
-func subscriber(c net.Conn, ch string, publishers, want int) error {
+// without a gap, until it has want of each publisher. It counts the
+// messages it got in got (when not nil).
+func subscriber(c net.Conn, ch string, publishers, want int, got *atomic.Int64) error {
 	r := bufio.NewReaderSize(c, 64<<10)
 	next := make([]int, publishers)
 	var b strings.Builder
@@ -78,6 +80,9 @@ func subscriber(c net.Conn, ch string, publishers, want int) error {
 		}
 		if next[p]++; next[p] == want {
 			done++
+		}
+		if got != nil {
+			got.Add(1)
 		}
 	}
 	return nil
@@ -101,7 +106,7 @@ func TestFanOutAcrossLoops(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := subscriber(c, "news", pubs, msgs); err != nil {
+			if err := subscriber(c, "news", pubs, msgs, nil); err != nil {
 				errs <- err
 			}
 		}()
@@ -146,6 +151,7 @@ func TestSlowSubscriber(t *testing.T) {
 	slow.Write([]byte(cmd("SUBSCRIBE", "ch")))
 	var wg sync.WaitGroup
 	errs := make(chan error, readers)
+	got := make([]atomic.Int64, readers)
 	for i := 0; i < readers; i++ {
 		c := dial(t, addr)
 		c.Write([]byte(cmd("SUBSCRIBE", "ch")))
@@ -156,7 +162,7 @@ func TestSlowSubscriber(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := subscriber(c, "ch", 1, msgs); err != nil {
+			if err := subscriber(c, "ch", 1, msgs, &got[i]); err != nil {
 				errs <- err
 			}
 		}()
@@ -178,6 +184,16 @@ func TestSlowSubscriber(t *testing.T) {
 	pad := strings.Repeat("x", size)
 	maxQueued, counts := 0, map[string]int{}
 	for m := 0; m < msgs; m += 20 {
+		// Stay within 100 messages (100 KiB, under the limit) of the
+		// slowest reader however slowly the machine runs it.
+		for i := range got {
+			for int64(m)-got[i].Load() > 100 {
+				if len(errs) > 0 {
+					t.Fatal(<-errs)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
 		var req strings.Builder
 		for k := m; k < m+20; k++ {
 			req.WriteString(cmd("PUBLISH", "ch", fmt.Sprintf("0 %d %s", k, pad)))
