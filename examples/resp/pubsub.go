@@ -181,12 +181,18 @@ func (s *server) enqueue(sub *client, f []byte) bool {
 	if sub.dropped.Load() {
 		return false
 	}
-	if queued(sub.c)+len(sub.mbuf)+len(f) > s.lim.pubsubLimit {
-		sub.mbuf = nil
+	if queued(sub.c)+sub.mqBytes+len(f) > s.lim.pubsubLimit {
+		s.releaseBatch(sub)
 		s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
 		return false
 	}
-	sub.mbuf = append(sub.mbuf, f...)
+	n := len(sub.mq)
+	if n == 0 || len(sub.mq[n-1].b)+len(f) > cap(sub.mq[n-1].b) {
+		sub.mq = append(sub.mq, s.getChunk(len(f)))
+		n++
+	}
+	sub.mq[n-1].b = append(sub.mq[n-1].b, f...)
+	sub.mqBytes += len(f)
 	if !sub.flushing {
 		sub.flushing = true
 		sub.c.AfterFunc(0, s.flushFn)
@@ -195,7 +201,7 @@ func (s *server) enqueue(sub *client, f []byte) bool {
 }
 
 // flushMessages writes the subscriber's batch (a loop timer of c, so a
-// callback of c: the Write goes straight into c's queue).
+// callback of c: each Write goes straight into c's queue).
 func (s *server) flushMessages(c *uringrt.CallbackConn) {
 	sub := c.Value().(*client)
 	if s.ps.locked {
@@ -203,13 +209,47 @@ func (s *server) flushMessages(c *uringrt.CallbackConn) {
 		defer sub.mmu.Unlock()
 	}
 	sub.flushing = false
-	if len(sub.mbuf) > 0 && !sub.dropped.Load() {
-		if _, err := c.Write(sub.mbuf); err != nil {
+	for _, ch := range sub.mq {
+		if sub.dropped.Load() {
+			break
+		}
+		if _, err := c.Write(ch.b); err != nil {
 			s.drop(sub, err.Error())
 		}
 	}
-	sub.mbuf = sub.mbuf[:0]
-	if cap(sub.mbuf) > keepOut {
-		sub.mbuf = nil
+	s.releaseBatch(sub)
+}
+
+// msgChunkSize is the size of the chunks a subscriber's batch is kept in:
+// they are reused (server.chunks), so a batch of any size costs no
+// allocation once the server is warm, and a subscriber with nothing
+// pending holds none.
+const msgChunkSize = 16 << 10
+
+// msgChunk is a chunk of a batch (a pointer, so the pool stores it
+// without allocating).
+type msgChunk struct{ b []byte }
+
+// getChunk returns an empty chunk for at least n bytes.
+func (s *server) getChunk(n int) *msgChunk {
+	if n > msgChunkSize {
+		return &msgChunk{b: make([]byte, 0, n)}
 	}
+	if ch, ok := s.chunks.Get().(*msgChunk); ok {
+		return ch
+	}
+	return &msgChunk{b: make([]byte, 0, msgChunkSize)}
+}
+
+// releaseBatch empties sub's batch, giving its chunks back for reuse.
+func (s *server) releaseBatch(sub *client) {
+	for i, ch := range sub.mq {
+		sub.mq[i] = nil
+		if cap(ch.b) == msgChunkSize {
+			ch.b = ch.b[:0]
+			s.chunks.Put(ch)
+		}
+	}
+	sub.mq = sub.mq[:0]
+	sub.mqBytes = 0
 }

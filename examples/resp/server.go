@@ -38,6 +38,7 @@ type server struct {
 	sweeper *client // the client whose loop timer runs the expiry sweep
 
 	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
+	chunks  sync.Pool                   // free *msgChunk of subscribers' batches
 }
 
 // newServer makes a server; shared says that callbacks of different
@@ -57,11 +58,12 @@ type client struct {
 	out  []byte // replies of one OnData, written at once
 	// frame is the scratch buffer of the messages this client publishes.
 	frame []byte
-	// mbuf is this subscriber's batch of messages not yet written, and
-	// flushing says that its write is scheduled (pubsub.go); under mmu
-	// when callbacks run in parallel.
+	// mq is this subscriber's batch of messages not yet written (mqBytes
+	// bytes, in chunks), and flushing says that its write is scheduled
+	// (pubsub.go); under mmu when callbacks run in parallel.
 	mmu      sync.Mutex
-	mbuf     []byte
+	mq       []*msgChunk
+	mqBytes  int
 	flushing bool
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
@@ -167,6 +169,14 @@ func (s *server) OnClose(c *uringrt.CallbackConn, err error) {
 	cl := c.Value().(*client)
 	if len(cl.chans) > 0 {
 		s.ps.leave(cl)
+		cl.dropped.Store(true) // publishers holding it skip it
+		if s.ps.locked {
+			cl.mmu.Lock()
+		}
+		s.releaseBatch(cl)
+		if s.ps.locked {
+			cl.mmu.Unlock()
+		}
 	}
 	s.hold(cl, 0)
 	s.mu.Lock()
