@@ -6,9 +6,12 @@
 #
 # The seed experiments use more uringrt servers: uring-blocking (pollable
 # blocking, 20 workers), uring-ring, uring-async (each also -iowq20: io-wq
-# capped at 20 workers), uring-conn-nobatch, uring-callback-nobatch and
-# uring-callback-idlepoll (busy-polls 20 us before sleeping) and
-# uring-callback-dedicated (that, and waits keep the P: -dedicated).
+# capped at 20 workers), and for batched waiting (a property of locked
+# loops, -locked-loops: DEFER_TASKRUN and min_complete) uring-conn-locked,
+# uring-callback-locked, uring-conn-nobatch and uring-callback-nobatch
+# (locked, COOP_TASKRUN, min_complete 1), uring-callback-idlepoll (locked,
+# busy-polls 20 us before sleeping) and uring-callback-dedicated (that,
+# and waits keep the P: -dedicated).
 #
 # Every server runs pinned to CPU 0 with GOMAXPROCS=1 (uringrt with -loops 1),
 # the client pinned to CPU 1. Configurations:
@@ -76,7 +79,7 @@ for c in "${CONFIG_LIST[@]}"; do
 	config_args "$c" >/dev/null || { echo "run.sh: unknown config $c (want i, ii or iii)" >&2; exit 2; }
 done
 for s in "${SERVER_LIST[@]}"; do
-	case $s in std | gnet | uring-callback | uring-conn | uring-blocking | uring-ring | uring-ring-iowq20 | uring-async | uring-async-iowq20 | uring-conn-nobatch | uring-callback-nobatch | uring-callback-idlepoll | uring-callback-dedicated) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
+	case $s in std | gnet | uring-callback | uring-conn | uring-blocking | uring-ring | uring-ring-iowq20 | uring-async | uring-async-iowq20 | uring-conn-nobatch | uring-callback-nobatch | uring-conn-locked | uring-callback-locked | uring-callback-idlepoll | uring-callback-dedicated) ;; *) echo "run.sh: unknown server $s" >&2; exit 2 ;; esac
 done
 
 mkdir -p "$OUT"
@@ -119,12 +122,14 @@ server_cmd() { # server addr
 	uring-ring-iowq20) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable ring -iowq-max-workers 20 -metrics-addr=" ;;
 	uring-async) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable async -metrics-addr=" ;;
 	uring-async-iowq20) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -pollable async -iowq-max-workers 20 -metrics-addr=" ;;
-	uring-conn-nobatch) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -batch off -metrics-addr=" ;;
-	uring-callback-nobatch) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -batch off -metrics-addr=" ;;
+	uring-conn-locked) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -locked-loops -metrics-addr=" ;;
+	uring-callback-locked) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -locked-loops -metrics-addr=" ;;
+	uring-conn-nobatch) echo "$OUT/echo-server -addr $2 -api conn -backend uring -loops 1 -locked-loops -batch off -metrics-addr=" ;;
+	uring-callback-nobatch) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -locked-loops -batch off -metrics-addr=" ;;
 	# Busy-poll 20 us before sleeping (Config.IdlePoll).
-	uring-callback-idlepoll) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -idle-poll 20us -metrics-addr=" ;;
+	uring-callback-idlepoll) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -locked-loops -idle-poll 20us -metrics-addr=" ;;
 	# ... and keep the P through waits of up to 1 ms (Config.DedicatedLoops).
-	uring-callback-dedicated) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -idle-poll 20us -dedicated -metrics-addr=" ;;
+	uring-callback-dedicated) echo "$OUT/echo-server -addr $2 -api callback -backend uring -loops 1 -locked-loops -idle-poll 20us -dedicated -metrics-addr=" ;;
 	esac
 }
 

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/uringprom"
 )
 
 // TestKnownMetricsAreLive holds knownMetrics to the truth: the uringrt_*
@@ -17,7 +18,7 @@ import (
 // their types, are exactly knownMetrics.
 func TestKnownMetricsAreLive(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, Registerer: reg})
+	rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, Metrics: true})
 	if errors.Is(err, uringrt.ErrNoIOUring) {
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
@@ -25,6 +26,9 @@ func TestKnownMetricsAreLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
+	if err := uringprom.Register(reg, rt); err != nil {
+		t.Fatal(err)
+	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -210,7 +210,7 @@ const DefaultRawSubmitMax = 64
 // thread that finds nothing to run, and resets sysmon to its 20 µs tick:
 // at 1000 connections that made most of the callback API's context
 // switches, and a loop with 10 busy connections (whose waits asked for one
-// CQE) paid it on every iteration (BENCHMARKS.md, session 8). If other
+// CQE) paid it on every iteration (BENCHMARKS.md). If other
 // goroutines are runnable on that P (parked net.Conn readers the loop just
 // woke), the hand-off lets them run during a long submission.
 func (r *Ring) SetRawSubmitMax(n uint32) { r.rawMax = n }

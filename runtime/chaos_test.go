@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/uringrt/uringrt/runtime/experiment"
@@ -32,13 +31,12 @@ func TestMaxConns(t *testing.T) {
 	for _, api := range []string{"callback", "conn"} {
 		t.Run(api, func(t *testing.T) {
 			const max, extra = 4, 6
-			reg := prometheus.NewRegistry()
-			rt := newRT(t, Config{Loops: 2, MaxConns: max, Registerer: reg})
+			rt := newRT(t, Config{Loops: 2, MaxConns: max})
 			var ln net.Listener
 			if api == "callback" {
 				ln = relServeCB(t, rt, relEchoHandler(false))
 				// relServeCB's probe connection must be gone before counting.
-				if !relWaitFor(5*time.Second, func() bool { return relMetricSum(t, reg, "uringrt_connections_active") == 0 }) {
+				if !relWaitFor(5*time.Second, func() bool { return activeConns(rt) == 0 }) {
 					t.Fatal("probe connection never closed")
 				}
 			} else {
@@ -62,12 +60,13 @@ func TestMaxConns(t *testing.T) {
 					t.Fatalf("conn %d over the cap was served or left open: %v", max+i, err)
 				}
 			}
-			if !relWaitFor(5*time.Second, func() bool { return relMetricSum(t, reg, "uringrt_connections_rejected_total") >= extra }) {
-				t.Fatalf("rejected = %v, want %d", relMetricSum(t, reg, "uringrt_connections_rejected_total"), extra)
+			rejected := func() uint64 { return loopSum(rt.Stats(), func(l *LoopStats) uint64 { return l.Rejected }) }
+			if !relWaitFor(5*time.Second, func() bool { return rejected() >= extra }) {
+				t.Fatalf("rejected = %v, want %d", rejected(), extra)
 			}
 			// Close one: a new connection is served again.
 			ok[0].Close()
-			if !relWaitFor(5*time.Second, func() bool { return relMetricSum(t, reg, "uringrt_connections_active") < max }) {
+			if !relWaitFor(5*time.Second, func() bool { return activeConns(rt) < max }) {
 				t.Fatal("closed connection still counted")
 			}
 			c := relDialStd(t, ln.Addr().String())
@@ -94,8 +93,6 @@ func TestHandlerPanicClosesOnlyItsConn(t *testing.T) {
 			var logs lockedBuffer
 			cfg := tier.cfg
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			reg := prometheus.NewRegistry()
-			cfg.Registerer = reg
 			rt := newRT(t, cfg)
 			h := HandlerFuncs{Blocking: tier.blocking, Data: func(c *CallbackConn, d []byte) {
 				if bytes.Contains(d, []byte("PANIC")) {
@@ -125,8 +122,8 @@ func TestHandlerPanicClosesOnlyItsConn(t *testing.T) {
 			if n := strings.Count(logs.String(), "handler panicked"); n != 1 {
 				t.Errorf("panic logged %d times, want once:\n%s", n, logs.String())
 			}
-			if p := relMetricSum(t, reg, "uringrt_handler_panics_total"); p != 3 {
-				t.Errorf("handler_panics_total = %v, want 3", p)
+			if p := rt.Stats().HandlerPanics; p != 3 {
+				t.Errorf("HandlerPanics = %v, want 3", p)
 			}
 		})
 	}
@@ -250,8 +247,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 			}
 			ignore := goleak.IgnoreCurrent()
 			fds := countFDs(t)
-			reg := prometheus.NewRegistry()
-			rt, err := New(Config{Backend: BackendUring, Loops: 2, Registerer: reg})
+			rt, err := New(Config{Backend: BackendUring, Loops: 2, Metrics: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,8 +356,12 @@ func TestShutdownUnderLoad(t *testing.T) {
 			if left != 0 {
 				t.Errorf("%d connections still tracked after Shutdown", left)
 			}
-			if v := relMetricSum(t, reg, "uringrt_inflight_ops"); v != 0 {
-				t.Errorf("uringrt_inflight_ops = %v after Shutdown", v)
+			var inflight int64
+			for _, l := range rt.Stats().Loops {
+				inflight += l.Inflight
+			}
+			if inflight != 0 {
+				t.Errorf("Inflight = %v after Shutdown", inflight)
 			}
 			if !relWaitFor(5*time.Second, func() bool { return countFDs(t) <= fds }) {
 				t.Errorf("descriptors: %d before, %d after", fds, countFDs(t))

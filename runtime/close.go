@@ -32,9 +32,9 @@ import (
 // close with unread data) has left when it returns: a TCP connection's by
 // shutClose, without waiting for the loop; anything else's because Close
 // waits for the loop's close(2). (Only closing the descriptor here and
-// letting the loop finish was tried: the socket then lived on until the
-// poll's cancel completed, so a peer's write right after Close succeeded
-// where Go's net fails with a reset; FuzzConnVsStd's seeds caught it.)
+// letting the loop finish is not enough: the socket would live on until
+// the poll's cancel completed, so a peer's write right after Close would
+// succeed where Go's net fails with a reset; FuzzConnVsStd checks it.)
 func (n *netFD) close() error {
 	if !n.closing.CompareAndSwap(false, true) {
 		return net.ErrClosed

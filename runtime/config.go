@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
@@ -51,7 +49,7 @@ func ParseBackend(s string) (Backend, error) {
 // Defaults used when a Config field is zero.
 const (
 	DefaultRingEntries    = 1024                  // SQEs per ring (the CQ holds 4x as many CQEs)
-	DefaultWaitLatency    = 10 * time.Microsecond // latency batched waiting may add (BENCHMARKS.md, session 7)
+	DefaultWaitLatency    = 10 * time.Microsecond // latency batched waiting may add (BENCHMARKS.md)
 	DefaultMaxWriteBuffer = 4 << 20               // bytes queued per connection
 	DefaultWorkers        = 20                    // fixed-pool worker goroutines
 	DefaultBufferSize     = 4096                  // bytes per provided buffer
@@ -68,16 +66,19 @@ const (
 
 // Config configures a Runtime. The zero value is a working configuration.
 // Fields come in three groups: the core (loops, backend, metrics, limits),
-// tuning a loop, and experiment switches that reproduce the seed
-// experiments and older kernels.
+// tuning a loop, and experiment switches that reproduce the comparisons
+// of BENCHMARKS.md and older kernels.
 type Config struct {
 	// Loops is the number of event loops (rings); 0 means GOMAXPROCS.
 	Loops int
 	// Backend selects io_uring, Go's net, or auto (the default).
 	Backend Backend
-	// Registerer receives the runtime's Prometheus collectors (namespace
-	// uringrt); nil means no metrics and no counting cost.
-	Registerer prometheus.Registerer
+	// Metrics turns on the per-connection counters that Runtime.Stats
+	// reads (bytes, pollable outcomes, accept errors, UDP datagrams) and
+	// the loops' per-iteration ring counters; false means no counting
+	// cost on the I/O paths. Package runtime/uringprom exports Stats to
+	// Prometheus.
+	Metrics bool
 	// Logger receives warnings (fallback to std, accept errors); nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -143,9 +144,9 @@ type Config struct {
 
 	// WaitLatency bounds the latency batched waiting may add: a loop waiting
 	// for more than one CQE returns after this long with what it has. 0
-	// means DefaultWaitLatency (10µs; 50µs before session 7, which cost
-	// the callback API 10 % of its msgs/s at 100-1000 connections in
-	// closed loop: each under-filled wait ran to the bound).
+	// means DefaultWaitLatency (10µs; 50µs cost the callback API 10 % of
+	// its msgs/s at 100-1000 connections in closed loop: each under-filled
+	// wait ran to the bound). Locked loops only (LockedLoops).
 	WaitLatency time.Duration
 	// IdlePoll is how long a loop with nothing to reap busy-polls its CQ,
 	// the kernel's flags for pending task_work and overflowed CQEs
@@ -164,7 +165,8 @@ type Config struct {
 	// callback API; a loop whose ring holds mostly polls of parked net.Conn
 	// goroutines skips it (every batch there wakes goroutines and pays the
 	// locked thread's P hand-off, and polling makes batches smaller).
-	// Metric: uringrt_idle_polls_total{outcome}.
+	// Metric: uringrt_idle_polls_total{outcome}. Locked loops only
+	// (LockedLoops).
 	IdlePoll time.Duration
 	// DedicatedLoops lets a loop keep its P (its slot in Go's scheduler)
 	// while it waits for completions, for up to 1 ms per wait: the wait is
@@ -172,13 +174,13 @@ type Config struct {
 	// does not hand the P to another thread when the wait passes its 20 µs
 	// tick and the loop thread does not queue for a P when it wakes. That
 	// hand-off is most of the context switches of a busy callback-API
-	// server (BENCHMARKS.md, seed 3). The price: other goroutines cannot
+	// server (BENCHMARKS.md). The price: other goroutines cannot
 	// use that P meanwhile; Go's preemption (after 10 ms) and GC still
 	// interrupt the wait. For a process that is mostly the server, with
 	// GOMAXPROCS above Loops or with little else to run. After a wait that
 	// found nothing the loop waits normally. Like IdlePoll, a loop whose
 	// ring holds mostly polls of parked net.Conn goroutines does not use
-	// it. Default false.
+	// it. Locked loops only (LockedLoops). Default false.
 	DedicatedLoops bool
 	// LockedLoops makes each loop a goroutine locked to its own OS thread
 	// that sleeps in io_uring_enter, on a ring set up with SINGLE_ISSUER and
@@ -208,16 +210,16 @@ type Config struct {
 	BufferSize, Buffers int
 
 	// Switches are the experiment switches (package experiment) that
-	// reproduce the seed experiments and older kernels; a server leaves
-	// them at their zero value.
+	// reproduce the comparisons of BENCHMARKS.md and older kernels; a
+	// server leaves them at their zero value.
 	experiment.Switches
 
 	// IncrementalBuffers registers the provided buffer ring with
 	// IOU_PBUF_RING_INC (needs Linux 6.12+; whole buffers where the kernel
 	// refuses it): with the default sizes, 128 buffers of 32 KiB, so one
 	// recv CQE carries up to 32 KiB of a stream. Off by default: side by
-	// side on an idle machine (BENCHMARKS.md) it cut config iii's msgs/s to
-	// 0.80x of the whole-buffer ring at the same CPU per message, while
-	// config iv used 0.84x the CPU.
+	// side on an idle machine (BENCHMARKS.md) it cut a 10-connection 4 KiB
+	// echo's msgs/s to 0.80x of the whole-buffer ring at the same CPU per
+	// message, while bulk transfer used 0.84x the CPU.
 	IncrementalBuffers bool
 }

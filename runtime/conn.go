@@ -50,27 +50,38 @@ func (c *Conn) Read(b []byte) (int, error) {
 			return 0, fd.opError("read", os.ErrDeadlineExceeded)
 		}
 		n, errno, w, again := fd.rt.pol.read(fd, b)
-		if w {
-			waited = true
-		}
-		if again {
+		if fd.settle(n, errno, w, again, &waited) {
 			continue
 		}
-		switch errno {
-		case 0:
-			if n > 0 {
-				fd.touch()
-			}
-			fd.l.countRead(n, waited)
-			if n == 0 {
-				return 0, io.EOF
-			}
-			return n, nil
-		case syscall.EINTR, syscall.EAGAIN, syscall.ECANCELED:
-			continue
+		if errno != 0 {
+			return 0, fd.opError("read", sysError("read", errno))
 		}
-		return 0, fd.opError("read", sysError("read", errno))
+		fd.l.countRead(n, waited)
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
 	}
+}
+
+// settle folds one try of the pollable policy into Read's or Write's
+// loop: it notes that the try waited, marks progress for IdleTimeout, and
+// reports whether to try again (the policy asked to, or a transient
+// errno). Otherwise errno is 0 or the error that ends the call.
+func (fd *netFD) settle(n int, errno syscall.Errno, w, again bool, waited *bool) (retry bool) {
+	if w {
+		*waited = true
+	}
+	switch {
+	case again:
+		return true
+	case errno == 0:
+		if n > 0 {
+			fd.touch()
+		}
+		return false
+	}
+	return errno == syscall.EINTR || errno == syscall.EAGAIN || errno == syscall.ECANCELED
 }
 
 // Write writes all of b, or returns the count written and an error (the
@@ -98,23 +109,13 @@ func (c *Conn) Write(b []byte) (int, error) {
 			return 0, nil
 		}
 		n, errno, w, again := fd.rt.pol.write(fd, b[nn:])
-		if w {
-			waited = true
-		}
-		if again {
+		if fd.settle(n, errno, w, again, &waited) {
 			continue
 		}
-		switch errno {
-		case 0:
-			if n > 0 {
-				fd.touch()
-			}
-			nn += n
-			continue
-		case syscall.EINTR, syscall.EAGAIN, syscall.ECANCELED:
-			continue
+		if errno != 0 {
+			return nn, fd.opError("write", sysError("write", errno))
 		}
-		return nn, fd.opError("write", sysError("write", errno))
+		nn += n
 	}
 }
 
@@ -170,26 +171,24 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	fd := c.fd
-	if fd.closing.Load() {
-		return fd.opError("set", net.ErrClosed)
-	}
-	fd.rdl.set(t, func() {
-		fd.rd.interrupt()
-		fd.cancelIO(&fd.rop)
-	})
-	return nil
+	return c.setDeadline(&c.fd.rdl, t, &c.fd.rd, &c.fd.rop)
 }
 
 // SetWriteDeadline sets the deadline for Write calls, pending ones included.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(&c.fd.wdl, t, &c.fd.wr, &c.fd.wop)
+}
+
+// setDeadline sets d to t; when it passes, the goroutine parked on pd is
+// woken and o, if in flight, is cancelled.
+func (c *Conn) setDeadline(d *deadline, t time.Time, pd *pollDesc, o *op) error {
 	fd := c.fd
 	if fd.closing.Load() {
 		return fd.opError("set", net.ErrClosed)
 	}
-	fd.wdl.set(t, func() {
-		fd.wr.interrupt()
-		fd.cancelIO(&fd.wop)
+	d.set(t, func() {
+		pd.interrupt()
+		fd.cancelIO(o)
 	})
 	return nil
 }

@@ -12,27 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/net/nettest"
-
-	"github.com/uringrt/uringrt/runtime/experiment"
 )
-
-// tiers are the configurations every contract test runs in: each pollable
-// policy, the feature tiers turned off, and Go's net.
-var tiers = []struct {
-	name string
-	cfg  Config
-}{
-	{"hybrid", Config{Loops: 2}},
-	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
-	{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
-	{"blocking", Config{Loops: 1, Workers: 8, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
-	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}},
-	{"nobatch", Config{Loops: 1, Switches: experiment.Switches{WaitBatch: experiment.WaitBatchOff}}},
-	{"idlepoll", Config{Loops: 1, LockedLoops: true, IdlePoll: 100 * time.Microsecond, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
-	{"dedicated", Config{Loops: 1, LockedLoops: true, DedicatedLoops: true, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
-	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
-	{"std", Config{Backend: BackendStd}},
-}
 
 func TestNettestConn(t *testing.T) {
 	for _, tier := range tiers {
@@ -174,38 +154,25 @@ func TestEchoManyConns(t *testing.T) {
 			relAcceptEcho(new(sync.WaitGroup), ln)
 			defer ln.Close()
 			const conns, msgs = 50, 50
-			var wg sync.WaitGroup
-			errs := make(chan error, conns)
-			for i := 0; i < conns; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					c, err := rt.Dial("tcp", ln.Addr().String())
-					if err != nil {
-						errs <- err
-						return
+			inParallel(t, conns, func(i int) error {
+				c, err := rt.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				buf := make([]byte, 100)
+				for m := 0; m < msgs; m++ {
+					msg := bytes.Repeat([]byte{byte(i + m)}, 1+m)
+					if _, err := c.Write(msg); err != nil {
+						return err
 					}
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(10 * time.Second))
-					buf := make([]byte, 100)
-					for m := 0; m < msgs; m++ {
-						msg := bytes.Repeat([]byte{byte(i + m)}, 1+m)
-						if _, err := c.Write(msg); err != nil {
-							errs <- err
-							return
-						}
-						if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
-							errs <- errors.Join(err, errors.New("mismatch"))
-							return
-						}
+					if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
+						return errors.Join(err, errors.New("mismatch"))
 					}
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
+				}
+				return nil
+			})
 		})
 	}
 }

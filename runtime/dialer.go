@@ -242,23 +242,6 @@ func filterLocal(addrs []net.Addr, laddr net.Addr) []net.Addr {
 	return out
 }
 
-// canceledError is net's: the text Go's net gives a dial whose context was
-// cancelled, still errors.Is(err, context.Canceled).
-type canceledError struct{}
-
-func (canceledError) Error() string     { return "operation was canceled" }
-func (canceledError) Is(err error) bool { return err == context.Canceled }
-
-// timeoutError is net's errTimeout: "i/o timeout" for a dial whose context
-// expired, a net.Error with Timeout() true, errors.Is(err,
-// context.DeadlineExceeded).
-type timeoutError struct{}
-
-func (timeoutError) Error() string     { return "i/o timeout" }
-func (timeoutError) Timeout() bool     { return true }
-func (timeoutError) Temporary() bool   { return true }
-func (timeoutError) Is(err error) bool { return err == context.DeadlineExceeded }
-
 // fdRawConn is the syscall.RawConn a Control hook gets for a socket not
 // yet driven by a loop: Control runs f on fd; Read and Write run f once
 // (the socket is not connected yet, so there is nothing to wait for).

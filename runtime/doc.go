@@ -1,28 +1,43 @@
-// Package uringrt is the public API of uringrt: net.Listener and net.Conn (and
-// a callback API) whose socket operations are driven by io_uring rings. Its
-// import path is github.com/uringrt/uringrt/runtime and its name is uringrt,
-// so a program imports it and the standard runtime package without an alias:
+// Package uringrt serves and dials TCP, unix and UDP sockets through
+// io_uring rings, behind Go's own interfaces: net.Listener, net.Conn and
+// net.PacketConn, plus a callback API for the fastest path. Its import path
+// is github.com/uringrt/uringrt/runtime and its name is uringrt, so a
+// program imports it beside the standard runtime package without an alias.
 //
-//	import (
-//		"runtime"
-//
-//		"github.com/uringrt/uringrt/runtime" // package uringrt
-//	)
-//
-// # Usage
+// # Listen
 //
 // A server is net.Listen with this package's name; the connections are
 // net.Conns, so net/http, crypto/tls and bufio run on them unchanged:
 //
 //	ln, err := uringrt.Listen("tcp", ":8080") // the default runtime, started on first use
-//	...
+//	if err != nil { ... }
 //	http.Serve(ln, handler)
+//
+// # Dial
 //
 // A client dials the same way, or hooks the package-level DialContext into a
 // library that takes a dialer (http.Transport, grpc, go-redis, pgx):
 //
 //	c, err := uringrt.Dial("tcp", "example.com:80")
 //	tr := &http.Transport{DialContext: uringrt.DialContext}
+//
+// # Serve a handler
+//
+// New starts a runtime of its own; its Serve runs the callback API on a
+// listener: each connection is read by a multishot recv into a provided
+// buffer ring, and OnData runs on the connection's loop with bytes valid
+// only during the call. Writes are queued and sent in batches.
+//
+//	rt, err := uringrt.New(uringrt.Config{})
+//	if err != nil { ... }
+//	defer rt.Close()
+//	ln, err := rt.Listen("tcp", ":7777")
+//	if err != nil { ... }
+//	rt.Serve(ln, uringrt.HandlerFuncs{Data: func(c *uringrt.CallbackConn, data []byte) {
+//		c.Write(data) // echo
+//	}})
+//
+// # Options
 //
 // Options are spelled as in Go's net. Dialer (Timeout, Deadline, LocalAddr,
 // KeepAlive, KeepAliveConfig, Control, FallbackDelay, SetMultipathTCP) and
@@ -46,7 +61,14 @@
 // loop's ring, so libraries that poll the socket themselves (go-redis's
 // pool health check) work. Listeners have SyscallConn and File too.
 //
-// UDP: ListenPacket, ListenUDP and DialUDP return a *PacketConn, a
+// Config sets a runtime's loops, backend (io_uring, Go's net, or auto),
+// limits and metrics. The default runtime behind the package-level
+// functions lives until CloseDefault, which releases its loops and
+// descriptors (call it at the end of a test checked with goleak).
+//
+// # UDP
+//
+// ListenPacket, ListenUDP and DialUDP return a *PacketConn, a
 // net.PacketConn with *net.UDPConn's methods (ReadMsgUDP and WriteMsgUDP
 // with control messages for GSO/GRO, SyscallConn, deadlines), so
 // miekg/dns's server and quic-go's HTTP/3 run on it:
@@ -54,103 +76,12 @@
 //	pc, err := uringrt.ListenPacket("udp", ":5353")
 //	n, from, err := pc.ReadFrom(buf)
 //
-// New starts a runtime of its own (Config: loops, backend, metrics,
-// pollable policy); its Serve runs the callback API, the fastest path. The
-// default runtime behind the package-level functions lives until
-// CloseDefault, which releases its loops and descriptors (call it at the
-// end of a test checked with goleak).
+// # Metrics
 //
-// # Picture
-//
-//	user goroutines                     loops (Config.Loops, default GOMAXPROCS)
-//	---------------                     ----------------------------------------
-//	Conn.Read ---- recv(2) nonblock     loop 0: one goroutine locked to one OS
-//	  | EAGAIN                            thread, owning ring 0 (SINGLE_ISSUER|
-//	  v                                   DEFER_TASKRUN)
-//	park on pollDesc <----- wake ----+      +-------------------------------+
-//	                        (batch)  |      | take queued requests (MPSC)   |
-//	Conn.Write --- send(2) nonblock  |      | prep SQEs                     |
-//	  | EAGAIN / short: post POLLOUT |      | io_uring_enter: submit + wait |
-//	  v                              |      |   min_complete, WaitLatency   |
-//	post(request) --> MPSC queue ----+----> | reap all CQEs                 |
-//	                  + eventfd wake        | complete ops as one batch     |
-//	                  (if it sleeps)        | wake parked goroutines        |
-//	                                        +-------------------------------+
-//	Serve(ln, Handler):                     loop 1 .. n-1: the same, own ring
-//	  multishot accept -> multishot recv
-//	  (provided buffer ring) -> OnData      sched fixed pool (Config.Workers):
-//	  on the loop -> CallbackConn.Write       experiment.PollBlocking ops, MayBlocker
-//	  queues -> one send per conn per         handlers (per-connection key)
-//	  iteration
-//
-// Only a loop touches its ring. Other goroutines post requests and wake the
-// loop through an eventfd only when it sleeps. With Config.IdlePoll a loop
-// that finds nothing to reap first busy-polls its CQ, the kernel's
-// pending-task_work flag and its queue for that long before it sleeps. A connection belongs to one
-// loop for its life.
-//
-// # Where each part lives
-//
-// The loop and its ops:
-//
-//	loop.go        the loop's iteration: drain the queue, prep, one enter,
-//	               reap (the one place completions run), wake the batch
-//	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
-//	loop_yield.go  a yield before blocking when goroutines are still
-//	               runnable on the P the loop got back (GOMAXPROCS 1), and
-//	               one every 500 us of held P under sustained load
-//	loop_gowait.go the default wait, in Go's netpoller, instead
-//	               of io_uring_enter, the loop a goroutine, not a locked thread
-//	request.go     the MPSC queue, post and the eventfd wake; requests to a
-//	               loop that has exited (handleDead)
-//	op.go          an op's whole life: arm, the slot table keyed by
-//	               user_data, in-flight counts, completeCQE, cancel by
-//	               user_data and its resend
-//	op_wake.go     the eventfd read          op_poll.go  POLLIN / POLLOUT
-//	op_rw.go       net.Conn recv/send         op_cb.go    callback recv/send
-//	op_accept.go   Serve's multishot accept and its back-off timer
-//	               (each: its SQE prep and what its CQE means)
-//	close.go       the one close protocol of every descriptor
-//	bufring.go     the provided buffer ring of the callback API
-//	shutdown.go    Shutdown and Close of the whole runtime
-//
-// The public types and how they wait:
-//
-//	runtime.go     Runtime, New, the loops' start, Serve; default.go the default
-//	               runtime; config.go Config; errors.go net's error shapes
-//	               and ErrNoIOUring; setupcause.go why a ring could not be
-//	               set up; std.go BackendStd
-//	netfd.go       a socket's state; polldesc.go, deadline.go parking
-//	conn.go        Conn: Read, Write, Close, deadlines, options
-//	pollable.go    the Config.Pollable policy Conn.Read and Write call:
-//	               pollable_hybrid.go (nonblock try, then poll arm),
-//	               pollable_ring.go (experiment.PollRing, experiment.PollAsync),
-//	               pollable_blocking.go (a fixed worker blocks)
-//	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);
-//	               rawend.go the two ends a splice moves between
-//	rawconn.go     the one nonblock-try loop (netFD.rawIO: Accept, UDP
-//	               writes, RawConn, splice ends) and SyscallConn;
-//	               sockopt.go keep-alive and socket options (sockopt_inherit.go:
-//	               set once on a listener, inherited by accepted sockets)
-//	sockaddr.go    accept4, getsockname, getpeername: one syscall each
-//	listen.go      Listen; listener.go the listener and Accept;
-//	               listenconfig.go ListenConfig; listen_reuse.go the
-//	               SO_REUSEPORT group (a socket per loop)
-//	dialer.go      Dialer, Dial; dial_race.go Happy Eyeballs
-//	handler.go     the callback API: Handler; callback.go CallbackConn;
-//	               outq.go its output queue; lend.go buffer lending (a
-//	               Write of OnData's data sends the provided buffers
-//	               themselves); budget.go the memory budget; idle.go
-//	               IdleTimeout
-//	udp.go         PacketConn: udp_listen.go constructors, udp_read.go,
-//	               udp_write.go, udp_batch.go, udp_multishot.go (multishot
-//	               recvmsg), udp_options.go, udp_rawconn.go, udp_sys.go
-//	               (sockaddrs and cmsgs), udp_metrics.go
-//	metrics.go     the Prometheus collectors; metrics_limits.go those of
-//	               the budget and the idle timeout
-//
-// The ring mechanics (EventfdWake, FileTable of registered files, CQE flags)
-// are netpoll's.
+// With Config.Metrics a runtime counts bytes, pollable outcomes and ring
+// events; Runtime.Stats reads every counter. This package links no metrics
+// library: package github.com/uringrt/uringrt/runtime/uringprom exports
+// Stats to Prometheus.
 //
 // # The contract
 //
@@ -195,16 +126,18 @@
 // # Kernel requirements
 //
 // io_uring needs Linux 5.1; uringrt wants 5.19+ and is best on 6.1+. Each
-// feature is probed once at New and used only when present; Config's
-// Disable* switches turn them off to reproduce older kernels:
+// feature is probed once at New and used only when present; the Disable*
+// switches of package experiment (Config.Switches) turn them off to
+// reproduce older kernels:
 //
-//	5.7   FAST_POLL: experiment.PollRing's recv/send are poll-armed inside the kernel
-//	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (Config.IOWQMaxWorkers)
+//	5.7   FAST_POLL: experiment.PollRing's recv/send are poll-armed inside
+//	      the kernel
+//	5.15  IORING_REGISTER_IOWQ_MAX_WORKERS (IOWQMaxWorkers)
 //	5.19  multishot accept and poll, provided buffer rings (DisableMultishot,
 //	      DisableBufRing: single-shot ops and per-connection buffers instead)
 //	6.0   multishot recv (callback API)
-//	6.1   SINGLE_ISSUER|DEFER_TASKRUN: batched task_work (DisableDeferTaskrun:
-//	      COOP_TASKRUN instead)
+//	6.1   SINGLE_ISSUER|DEFER_TASKRUN for Config.LockedLoops: batched
+//	      task_work (DisableDeferTaskrun: COOP_TASKRUN instead)
 //	6.10  recv bundles: a callback recv CQE carries as many provided
 //	      buffers as the socket has data for (DisableRecvBundles)
 //	6.12  min-wait in io_uring_enter's EXT_ARG (WaitLatency without a timer)
@@ -213,27 +146,110 @@
 // kernel.io_uring_disabled, or Docker's default seccomp profile (EPERM).
 // See deploy/ for a seccomp profile that allows it.
 //
-// # Pollable policies
+// # Pollable requests
 //
-// Config.Pollable picks how socket reads, writes and accepts wait, after
-// Linux commit 90fa02883f ("io_uring: async hybrid mode for pollable
-// requests"):
+// Socket reads, writes and accepts are pollable requests: each is tried
+// nonblocking in the caller; on EAGAIN the caller parks until a poll CQE of
+// the completion batch wakes it (the async hybrid mode of Linux commit
+// 90fa02883f). Reads park on one multishot POLLIN armed when the connection
+// opens and kept for its life (one SQE per connection, not per Read; a
+// readiness that comes while nobody waits is remembered, as in Go's
+// netpoll); after a short read the next Read waits for that CQE instead of
+// a recv that would say EAGAIN. Writes arm a one-shot POLLOUT on EAGAIN. No
+// goroutine or kernel worker blocks on a socket. The policies this one is
+// measured against are in package experiment (BENCHMARKS.md).
 //
-//	experiment.PollHybrid   (default) try nonblocking in the caller; on EAGAIN the
-//	             caller parks until a poll CQE of the completion batch wakes
-//	             it. Reads park on one multishot POLLIN armed when the
-//	             connection opens and kept for its life (one SQE per
-//	             connection, not per Read; a readiness that comes while
-//	             nobody waits is remembered, as in Go's netpoll); after a
-//	             short read the next Read waits for that CQE instead of a recv
-//	             that would say EAGAIN. Writes arm a one-shot POLLOUT on
-//	             EAGAIN. No goroutine or kernel worker blocks on a socket.
-//	experiment.PollRing     submit IORING_OP_RECV/SEND; the kernel tries it and
-//	             poll-arms it internally.
-//	experiment.PollAsync    submit with IOSQE_ASYNC: an io-wq worker blocks on the
-//	             socket (bounded by IOWQMaxWorkers).
-//	experiment.PollBlocking the behaviour the commit replaced: each operation blocks a
-//	             worker of a bounded pool (Config.Workers) on one socket.
+// # How it works
 //
-// The last two exist to measure the first against them (BENCHMARKS.md).
+//	user goroutines                     loops (Config.Loops, default GOMAXPROCS)
+//	---------------                     ----------------------------------------
+//	Conn.Read ---- recv(2) nonblock     loop 0: one goroutine owning ring 0,
+//	  | EAGAIN                            parked in Go's netpoller on its fd
+//	  v                                   (LockedLoops: on its own thread)
+//	park on pollDesc <----- wake ----+      +-------------------------------+
+//	                        (batch)  |      | take queued requests (MPSC)   |
+//	Conn.Write --- send(2) nonblock  |      | prep SQEs                     |
+//	  | EAGAIN / short: post POLLOUT |      | io_uring_enter: submit + wait |
+//	  v                              |      |   min_complete, WaitLatency   |
+//	post(request) --> MPSC queue ----+----> | reap all CQEs                 |
+//	                  + eventfd wake        | complete ops as one batch     |
+//	                  (if it sleeps)        | wake parked goroutines        |
+//	                                        +-------------------------------+
+//	Serve(ln, Handler):                     loop 1 .. n-1: the same, own ring
+//	  multishot accept -> multishot recv
+//	  (provided buffer ring) -> OnData      sched fixed pool (Config.Workers):
+//	  on the loop -> CallbackConn.Write       blocking-policy ops, MayBlocker
+//	  queues -> one send per conn per         handlers (per-connection key)
+//	  iteration
+//
+// Only a loop touches its ring. Other goroutines post requests and wake the
+// loop through an eventfd only when it sleeps. A connection belongs to one
+// loop for its life.
 package uringrt
+
+// Where each part lives (a map for maintainers; not part of the package doc).
+//
+// The loop and its ops:
+//
+//	loop.go        the loop's iteration: drain the queue, prep, one enter,
+//	               reap (the one place completions run), wake the batch
+//	loop_wait.go   how it waits: min_complete, WaitLatency, the idle poll
+//	loop_yield.go  a yield before blocking when goroutines are still
+//	               runnable on the P the loop got back (GOMAXPROCS 1), and
+//	               one every 500 us of held P under sustained load
+//	loop_gowait.go the default wait, in Go's netpoller instead of
+//	               io_uring_enter: the loop a goroutine, not a locked thread
+//	request.go     the MPSC queue, post and the eventfd wake; requests to a
+//	               loop that has exited (handleDead)
+//	op.go          an op's whole life: arm, the slot table keyed by
+//	               user_data, in-flight counts, completeCQE, cancel by
+//	               user_data and its resend
+//	op_wake.go     the eventfd read          op_poll.go  POLLIN / POLLOUT
+//	op_rw.go       net.Conn recv/send         op_cb.go    callback recv/send
+//	op_accept.go   Serve's multishot accept and its back-off timer
+//	               (each: its SQE prep and what its CQE means)
+//	close.go       the one close protocol of every descriptor
+//	bufring.go     the provided buffer ring of the callback API
+//	shutdown.go    Shutdown and Close of the whole runtime
+//
+// The public types and how they wait:
+//
+//	runtime.go     Runtime, New, the loops' start, Serve; default.go the default
+//	               runtime; config.go Config; errors.go net's error shapes
+//	               and ErrNoIOUring; setupcause.go why a ring could not be
+//	               set up; std.go BackendStd
+//	netfd.go       a socket's state; polldesc.go, deadline.go parking
+//	conn.go        Conn: Read, Write, Close, deadlines, options
+//	pollable.go    the pollable policy (experiment.Pollable) Conn.Read and
+//	               Write call: pollable_hybrid.go (nonblock try, then poll arm),
+//	               pollable_ring.go (PollRing, PollAsync),
+//	               pollable_blocking.go (a fixed worker blocks)
+//	splice.go      ReadFrom/WriteTo by splice(2); sendfile.go sendfile(2);
+//	               rawend.go the two ends a splice moves between
+//	rawconn.go     the one nonblock-try loop (netFD.rawIO: Accept, UDP
+//	               writes, RawConn, splice ends) and SyscallConn;
+//	               sockopt.go keep-alive and socket options (sockopt_inherit.go:
+//	               set once on a listener, inherited by accepted sockets)
+//	sockaddr.go    accept4, getsockname, getpeername: one syscall each
+//	listen.go      Listen; listener.go the listener and Accept;
+//	               listenconfig.go ListenConfig; listen_reuse.go the
+//	               SO_REUSEPORT group (a socket per loop)
+//	dial.go        Runtime.Dial, DialContext, DialCallback, the connect;
+//	               dialer.go Dialer's options; dial_race.go Happy Eyeballs
+//	handler.go     the callback API: Handler; callback.go CallbackConn;
+//	               outq.go its output queue; lend.go buffer lending (a
+//	               Write of OnData's data sends the provided buffers
+//	               themselves); budget.go the memory budget; idle.go
+//	               IdleTimeout
+//	udp_conn.go    PacketConn and its one seam, udpSocket: a loop's ringUDP
+//	               or, under BackendStd, Go's *net.UDPConn (stdUDP)
+//	udp.go         ringUDP: udp_read.go, udp_write.go, udp_batch.go,
+//	               udp_rawconn.go; udp_multishot.go (multishot recvmsg),
+//	               udp_listen.go constructors, udp_options.go, udp_sys.go
+//	               (sockaddrs and cmsgs), udp_metrics.go
+//	metrics.go     the loops' counters; stats.go Runtime.Stats, which reads
+//	               them (package uringprom exports them to Prometheus)
+//
+//
+// The ring mechanics (EventfdWake, FileTable of registered files, CQE flags)
+// are netpoll's.

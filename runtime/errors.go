@@ -1,6 +1,7 @@
 package uringrt
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -30,9 +31,6 @@ func (fd *netFD) opError(op string, err error) error {
 		e.Source = fd.laddr()
 		e.Addr = fd.raddr()
 	}
-	if e.Addr == nil {
-		e.Addr = nil // keep the interface nil, not a typed nil
-	}
 	return e
 }
 
@@ -43,3 +41,31 @@ func sysError(call string, errno syscall.Errno) error {
 
 // ioErrno converts a negative CQE result into an errno.
 func ioErrno(res int32) syscall.Errno { return syscall.Errno(-res) }
+
+// canceledError is net's: the text Go's net gives a dial whose context was
+// cancelled, still errors.Is(err, context.Canceled).
+type canceledError struct{}
+
+func (canceledError) Error() string     { return "operation was canceled" }
+func (canceledError) Is(err error) bool { return err == context.Canceled }
+
+// timeoutError is net's errTimeout: "i/o timeout" for a dial whose context
+// expired, a net.Error with Timeout() true, errors.Is(err,
+// context.DeadlineExceeded).
+type timeoutError struct{}
+
+func (timeoutError) Error() string     { return "i/o timeout" }
+func (timeoutError) Timeout() bool     { return true }
+func (timeoutError) Temporary() bool   { return true }
+func (timeoutError) Is(err error) bool { return err == context.DeadlineExceeded }
+
+// mapCtxErr maps a dial's context error to the error Go's net gives.
+func mapCtxErr(err error) error {
+	switch err {
+	case context.DeadlineExceeded:
+		return timeoutError{} // net's "i/o timeout"
+	case context.Canceled:
+		return canceledError{} // net's "operation was canceled"
+	}
+	return err
+}

@@ -8,8 +8,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
@@ -84,16 +82,15 @@ func ExampleRuntime_Serve() {
 	// Output: PING
 }
 
-// ExampleNew configures a runtime and exports its metrics (namespace
-// uringrt) on a Prometheus registry.
+// ExampleNew configures a runtime that counts (Config.Metrics) and reads
+// its counters; package runtime/uringprom exports them to Prometheus.
 func ExampleNew() {
-	reg := prometheus.NewRegistry()
 	rt, err := uringrt.New(uringrt.Config{
-		Loops:      2,                      // two rings, each on its own locked OS thread
-		Backend:    uringrt.BackendAuto,    // io_uring, else Go's net with one warning
-		Registerer: reg,                    // uringrt_* metrics
-		MaxConns:   10000,                  // per listener
-		Workers:    uringrt.DefaultWorkers, // for MayBlocker handlers
+		Loops:    2,                      // two rings, each driven by its own loop
+		Backend:  uringrt.BackendAuto,    // io_uring, else Go's net with one warning
+		Metrics:  true,                   // count bytes and ring events for Stats
+		MaxConns: 10000,                  // per listener
+		Workers:  uringrt.DefaultWorkers, // for MayBlocker handlers
 	})
 	if err != nil {
 		log.Fatal(err) // only BackendUring fails without io_uring
@@ -103,16 +100,12 @@ func ExampleNew() {
 		log.Printf("serving through Go's net: %s", reason)
 	}
 
-	mfs, err := reg.Gather()
-	if err != nil {
-		log.Fatal(err)
+	var accepted uint64
+	for _, l := range rt.Stats().Loops {
+		accepted += l.Accepted
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == "uringrt_backend_info" {
-			fmt.Println("exported", mf.GetName())
-		}
-	}
-	// Output: exported uringrt_backend_info
+	fmt.Println("accepted", accepted)
+	// Output: accepted 0
 }
 
 // ExampleProbe checks io_uring before starting anything, as

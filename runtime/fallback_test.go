@@ -1,10 +1,8 @@
 package uringrt
 
 import (
-	"bytes"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -13,20 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/uringrt/uringrt/netpoll"
 )
-
-// failSetup is a newRing hook that fails every io_uring_setup with errno,
-// as the kernel does under seccomp or kernel.io_uring_disabled (EPERM) or
-// without io_uring (ENOSYS).
-func failSetup(errno syscall.Errno) func(netpoll.Params) (*netpoll.Ring, error) {
-	return func(netpoll.Params) (*netpoll.Ring, error) {
-		return nil, &netpoll.Error{Op: "io_uring_setup", Err: errno}
-	}
-}
 
 // fixFor is what the error text must name for each cause: the way out.
 var setupFailures = []struct {
@@ -39,18 +27,11 @@ var setupFailures = []struct {
 	{syscall.ENOSYS, errors.ErrUnsupported, []string{"io_uring", "BackendStd"}}, // which cause: setupcause_test.go
 }
 
-// logBuffer returns a logger writing every record (debug and up) to buf.
-func logBuffer() (*slog.Logger, *bytes.Buffer) {
-	buf := new(bytes.Buffer)
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
-}
-
 func TestFallbackAutoServesThroughStd(t *testing.T) {
 	for _, f := range setupFailures {
 		t.Run(f.errno.Error(), func(t *testing.T) {
 			logger, buf := logBuffer()
-			reg := prometheus.NewRegistry()
-			rt, err := newRuntime(Config{Logger: logger, Registerer: reg}, failSetup(f.errno))
+			rt, err := newRuntime(Config{Logger: logger}, failSetup(f.errno))
 			if err != nil {
 				t.Fatalf("BackendAuto: New failed instead of falling back: %v", err)
 			}
@@ -81,26 +62,9 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 			if warns != 1 {
 				t.Fatalf("%d warnings logged, want exactly 1:\n%s", warns, buf.String())
 			}
-			// The backend metric says std.
-			mfs, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, mf := range mfs {
-				if mf.GetName() != "uringrt_backend_info" {
-					continue
-				}
-				for _, m := range mf.GetMetric() {
-					for _, lp := range m.GetLabel() {
-						if lp.GetName() == "backend" && lp.GetValue() == "std" {
-							found = true
-						}
-					}
-				}
-			}
-			if !found {
-				t.Errorf("uringrt_backend_info{backend=\"std\"} not exported")
+			// Stats (uringrt_backend_info) says std.
+			if b := rt.Stats().Backend; b != BackendStd {
+				t.Errorf("Stats().Backend = %v, want std", b)
 			}
 			// It serves: a net.Conn echo through Go's net.
 			ln := listenTCP(t, rt)
@@ -142,24 +106,6 @@ func TestFallbackAutoServesThroughStd(t *testing.T) {
 				t.Fatalf("%d warnings after serving, want still 1:\n%s", n, buf.String())
 			}
 		})
-	}
-}
-
-// echoOnce dials addr through rt, writes msg and expects it back.
-func echoOnce(t testing.TB, rt *Runtime, addr, msg string) {
-	t.Helper()
-	c, err := rt.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte(msg)); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-		t.Fatalf("echo: got %q, %v; want %q", got, err, msg)
 	}
 }
 
@@ -240,8 +186,3 @@ func TestFallbackLaterLoopFails(t *testing.T) {
 }
 
 var _ net.Listener = (*stdListener)(nil)
-
-// slogTo returns a text logger writing every record to w.
-func slogTo(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}

@@ -1,7 +1,6 @@
 package uringrt
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,27 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // fdHog runs a test out of descriptors. limitFDs lowers RLIMIT_NOFILE's
 // soft limit to a little above the highest open descriptor (before a
@@ -256,8 +236,7 @@ func TestAcceptEMFILEServe(t *testing.T) {
 			buf := new(lockedBuffer)
 			cfg := tier.cfg
 			cfg.Logger = slogTo(buf)
-			reg := prometheus.NewRegistry()
-			cfg.Registerer = reg
+			cfg.Metrics = true
 			rt := newRT(t, cfg)
 			ln, err := rt.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -305,37 +284,12 @@ func TestAcceptEMFILEServe(t *testing.T) {
 				t.Errorf("%v CPU in %v of EMFILE: spinning", cpu1-cpu0, emfileWindow)
 			}
 			if tier.name != "std" {
-				if n := gatherCounter(t, reg, "uringrt_accept_errors_total", "errno", "EMFILE"); n < 1 {
-					t.Errorf("uringrt_accept_errors_total{errno=EMFILE} = %v, want >= 1", n)
+				if n := rt.Stats().AcceptErrors["EMFILE"]; n < 1 {
+					t.Errorf("AcceptErrors[EMFILE] = %v, want >= 1", n)
 				}
 			}
 			rawEcho(t, cs, "pending connection")
 			echoOnce(t, rt, ln.Addr().String(), "new connection")
 		})
 	}
-}
-
-// gatherCounter returns the value of the series of name with label=value.
-func gatherCounter(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return -1
 }

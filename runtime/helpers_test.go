@@ -2,22 +2,30 @@ package uringrt
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math/rand"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/uringrt/uringrt/netpoll"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
@@ -547,6 +555,470 @@ func (e *faultEcho) stop(t *testing.T) {
 	e.wg.Wait()
 }
 
+// optTiers are the configurations the option tests run in: the net.Conn
+// policies that wait differently, and Go's net.
+var optTiers = []struct {
+	name string
+	cfg  Config
+}{
+	{"hybrid", Config{Loops: 2}},
+	{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
+	{"std", Config{Backend: BackendStd}},
+}
+
+// optPair connects a Dialer to a ListenConfig's listener, both on rt.
+func optPair(t *testing.T, rt *Runtime, d *Dialer, lc *ListenConfig) (client, server net.Conn) {
+	t.Helper()
+	d.Runtime, lc.Runtime = rt, rt
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pairOn(t, ln, func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) })
+}
+
+// tiers are the configurations every contract test runs in: each pollable
+// policy, the feature tiers turned off, and Go's net.
+var tiers = []struct {
+	name string
+	cfg  Config
+}{
+	{"hybrid", Config{Loops: 2}},
+	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
+	{"blocking", Config{Loops: 1, Workers: 8, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}},
+	{"nobatch", Config{Loops: 1, Switches: experiment.Switches{WaitBatch: experiment.WaitBatchOff}}},
+	{"idlepoll", Config{Loops: 1, LockedLoops: true, IdlePoll: 100 * time.Microsecond, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"dedicated", Config{Loops: 1, LockedLoops: true, DedicatedLoops: true, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
+	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
+	{"std", Config{Backend: BackendStd}},
+}
+
+// failSetup is a newRing hook that fails every io_uring_setup with errno,
+// as the kernel does under seccomp or kernel.io_uring_disabled (EPERM) or
+// without io_uring (ENOSYS).
+func failSetup(errno syscall.Errno) func(netpoll.Params) (*netpoll.Ring, error) {
+	return func(netpoll.Params) (*netpoll.Ring, error) {
+		return nil, &netpoll.Error{Op: "io_uring_setup", Err: errno}
+	}
+}
+
+// logBuffer returns a logger writing every record (debug and up) to buf.
+func logBuffer() (*slog.Logger, *bytes.Buffer) {
+	buf := new(bytes.Buffer)
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+// echoOnce dials addr through rt, writes msg and expects it back.
+func echoOnce(t testing.TB, rt *Runtime, addr, msg string) {
+	t.Helper()
+	c, err := rt.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+		t.Fatalf("echo: got %q, %v; want %q", got, err, msg)
+	}
+}
+
+// slogTo returns a text logger writing every record to w.
+func slogTo(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startHTTP serves h with net/http on a uringrt listener of rt and returns
+// its base URL and the number of connections it has accepted so far.
+func startHTTP(t testing.TB, rt *Runtime, h http.Handler) (url string, newConns *atomic.Int64) {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ln.(*listener); !ok {
+		t.Fatalf("Listen returned %T, want the io_uring listener", ln)
+	}
+	newConns = new(atomic.Int64)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				if _, ok := c.(*Conn); !ok {
+					t.Errorf("net/http got a %T, want *Conn", c)
+				}
+				newConns.Add(1)
+			}
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("http.Server.Shutdown: %v", err)
+		}
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("http.Server.Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), newConns
+}
+
+// loopSum adds f over the loops of s.
+func loopSum(s Stats, f func(*LoopStats) uint64) uint64 {
+	var n uint64
+	for i := range s.Loops {
+		n += f(&s.Loops[i])
+	}
+	return n
+}
+
+// activeConns is the connections accepted and not yet closed, over all
+// loops.
+func activeConns(rt *Runtime) int64 {
+	s := rt.Stats()
+	return int64(loopSum(s, func(l *LoopStats) uint64 { return l.Accepted })) -
+		int64(loopSum(s, func(l *LoopStats) uint64 { return l.Closed }))
+}
+
+// eventually polls cond until it holds or the deadline (at most d, and
+// before the test's own deadline) passes; then it fails with cond's last
+// message.
+func eventually(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	end := time.Now().Add(d)
+	if dl, ok := t.Deadline(); ok && dl.Add(-5*time.Second).Before(end) {
+		end = dl.Add(-5 * time.Second)
+	}
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal(msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// echoTraffic dials conns connections to addr with Go's net (so the client
+// side counts nowhere in the runtime), sends msgs messages of size bytes
+// on each, one at a time, and checks every echo. It returns the open
+// connections (the caller closes them) and the bytes sent in all.
+func echoTraffic(t *testing.T, addr string, conns, msgs, size int) ([]net.Conn, int) {
+	t.Helper()
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			for _, c := range cs[:i] {
+				c.Close()
+			}
+			t.Fatalf("dial %s: %v", addr, err)
+		}
+		cs[i] = c
+	}
+	errs := make(chan error, conns)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			out := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+			in := make([]byte, size)
+			for m := 0; m < msgs; m++ {
+				if _, err := c.Write(out); err != nil {
+					errs <- fmt.Errorf("conn %d msg %d: write: %w", i, m, err)
+					return
+				}
+				if _, err := io.ReadFull(c, in); err != nil {
+					errs <- fmt.Errorf("conn %d msg %d: read: %w", i, m, err)
+					return
+				}
+				if !bytes.Equal(in, out) {
+					errs <- fmt.Errorf("conn %d msg %d: echo %q, want %q", i, m, in, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		for _, c := range cs {
+			c.Close()
+		}
+		t.Fatal(err)
+	}
+	return cs, conns * msgs * size
+}
+
+func closeAll(cs []net.Conn) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// newMetricsRT starts a runtime that counts (Config.Metrics).
+func newMetricsRT(t *testing.T, cfg Config) *Runtime {
+	t.Helper()
+	cfg.Metrics = true
+	return newRT(t, cfg)
+}
+
+// relTestDeadline is when a test's own loops must give up: the earlier of
+// now+d and shortly before the test binary's deadline.
+func relTestDeadline(t testing.TB, d time.Duration) time.Time {
+	end := time.Now().Add(d)
+	if tt, ok := t.(*testing.T); ok {
+		if td, ok := tt.Deadline(); ok && td.Add(-5*time.Second).Before(end) {
+			end = td.Add(-5 * time.Second)
+		}
+	}
+	return end
+}
+
+func relFillPattern(b []byte, off int64) {
+	for i := range b {
+		b[i] = relPattern(off + int64(i))
+	}
+}
+
+// relCheckPattern returns an error at the first byte of b that is not the
+// stream's byte at off+i.
+func relCheckPattern(b []byte, off int64) error {
+	for i := range b {
+		if b[i] != relPattern(off+int64(i)) {
+			return fmt.Errorf("byte %d of the stream is %d, want %d", off+int64(i), b[i], relPattern(off+int64(i)))
+		}
+	}
+	return nil
+}
+
+// relEchoCheck sends size bytes of the numbered stream on c in random chunks
+// and reads them back, verifying each byte, within d.
+func relEchoCheck(c net.Conn, size int, d time.Duration, rng *rand.Rand) error {
+	c.SetDeadline(time.Now().Add(d))
+	defer c.SetDeadline(time.Time{})
+	errc := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 8192)
+		for off := 0; off < size; {
+			n := 1 + rng.Intn(len(buf))
+			if n > size-off {
+				n = size - off
+			}
+			relFillPattern(buf[:n], int64(off))
+			if _, err := c.Write(buf[:n]); err != nil {
+				errc <- err
+				return
+			}
+			off += n
+		}
+		errc <- nil
+	}()
+	buf := make([]byte, 8192)
+	for off := 0; off < size; {
+		n, err := c.Read(buf)
+		if err := relCheckPattern(buf[:n], int64(off)); err != nil {
+			return err
+		}
+		off += n
+		if err != nil && off < size {
+			return fmt.Errorf("after %d of %d bytes: %w", off, size, err)
+		}
+	}
+	return <-errc
+}
+
+// relCbTiers are the callback API's feature tiers: the fast path, each
+// feature turned off, a handler on the worker pool, and Go's net.
+var relCbTiers = []struct {
+	name     string
+	cfg      Config
+	blocking bool
+}{
+	{"bufring-multishot", Config{Loops: 2}, false},
+	{"no-bundles", Config{Loops: 1, Switches: experiment.Switches{DisableRecvBundles: true}}, false},
+	{"no-bufring", Config{Loops: 1, Switches: experiment.Switches{DisableBufRing: true}}, false},
+	{"no-multishot", Config{Loops: 1, Switches: experiment.Switches{DisableMultishot: true}}, false},
+	{"no-defer-taskrun", Config{Loops: 1, Switches: experiment.Switches{DisableDeferTaskrun: true, DisableMultishot: true, DisableBufRing: true}}, false},
+	{"blocking-handler", Config{Loops: 1, Workers: 4}, true},
+	{"locked-loop", Config{Loops: 1, LockedLoops: true}, false},
+	{"std", Config{Backend: BackendStd}, false},
+}
+
+func relEchoHandler(blocking bool) Handler {
+	return HandlerFuncs{Data: func(c *CallbackConn, d []byte) { c.Write(d) }, Blocking: blocking}
+}
+
+// ---- feature tiers ----
+
+// relSmallBufDialer dials with 16 KiB socket buffers set before connect, so
+// a peer that does not read fills the path quickly.
+var relSmallBufDialer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+	return rc.Control(func(fd uintptr) {
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 16<<10)
+	})
+}}
+
+// raceBuild reports whether the test binary was built with -race.
+func raceBuild() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamEchoAll runs streamEcho of n bytes on conns connections at once
+// and fails t on the first error.
+func streamEchoAll(t *testing.T, addr string, conns, n int) {
+	t.Helper()
+	inParallel(t, conns, func(i int) error { return streamEcho(addr, n, byte(i)) })
+}
+
+// inParallel runs f(0) ... f(n-1) on n goroutines, waits for all, and
+// fails t on the first error.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- f(i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// streamEcho writes n patterned bytes in 32 KiB writes while reading the
+// echo, and checks it byte for byte.
+func streamEcho(addr string, n int, seed byte) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	sent := make([]byte, n)
+	for i := range sent {
+		sent[i] = seed + byte(i*31) + byte(i>>12)
+	}
+	werr := make(chan error, 1)
+	go func() {
+		for off := 0; off < n; off += 32 << 10 {
+			if _, err := c.Write(sent[off:min(n, off+32<<10)]); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	got := make([]byte, n)
+	if _, err := io.ReadFull(c, got); err != nil {
+		return err
+	}
+	if err := <-werr; err != nil {
+		return err
+	}
+	if !bytes.Equal(got, sent) {
+		return errors.New("echo differs from what was sent")
+	}
+	return nil
+}
+
+// stdPeer is the other end of every script: a Go net socket.
+func stdPeer(t *testing.T, network, addr string) *net.UDPConn {
+	t.Helper()
+	pc, err := net.ListenPacket(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc.(*net.UDPConn)
+}
+
+func udpAddrOf(c net.PacketConn) *net.UDPAddr { return c.LocalAddr().(*net.UDPAddr) }
+
+// loopbackTo is the address to send to c's port on 127.0.0.1.
+func loopbackTo(c net.PacketConn) *net.UDPAddr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: udpAddrOf(c).Port}
+}
+
+// sameAddr says whether a received sender address is the peer's (an
+// AF_INET6 socket sees IPv4 senders IPv4-mapped).
+func sameAddr(got net.Addr, peer *net.UDPAddr) bool {
+	ua, ok := got.(*net.UDPAddr)
+	if !ok || ua == nil {
+		return false
+	}
+	return ua.Port == peer.Port && ua.IP.Equal(peer.IP)
+}
+
+// payload is a datagram of n bytes numbered seq.
+func payload(seq, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seq*7 + i)
+	}
+	if n >= 4 {
+		binary.BigEndian.PutUint32(b, uint32(seq))
+	}
+	return b
+}
+
+// discard reads c to EOF into a 1 MiB buffer and reports the count.
+func discard(c net.Conn) <-chan int64 {
+	ch := make(chan int64, 1)
+	go func() {
+		n, _ := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, 1<<20))
+		ch <- n
+	}()
+	return ch
+}
+
 // EchoHandler is the tests' callback echo: it writes every byte it
 // receives back with WriteNoCopy (buffer lending for runs of 2 KiB or more).
 type EchoHandler struct{}
@@ -556,3 +1028,12 @@ func (EchoHandler) OnOpen(*CallbackConn) {}
 func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
 
 func (EchoHandler) OnClose(*CallbackConn, error) {}
+
+// udpRingOf returns pc's multishot recvmsg (Config.UDPRecvMultishot), nil
+// when it has none or runs on Go's net.
+func udpRingOf(pc *PacketConn) *udpRing {
+	if r, ok := pc.sock.(*ringUDP); ok {
+		return r.ur
+	}
+	return nil
+}

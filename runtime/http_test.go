@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,45 +26,6 @@ var httpTiers = []struct {
 	{"hybrid", Config{Loops: 2}},
 	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"locked-loop", Config{Loops: 1, LockedLoops: true}},
-}
-
-// startHTTP serves h with net/http on a uringrt listener of rt and returns
-// its base URL and the number of connections it has accepted so far.
-func startHTTP(t testing.TB, rt *Runtime, h http.Handler) (url string, newConns *atomic.Int64) {
-	t.Helper()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := ln.(*listener); !ok {
-		t.Fatalf("Listen returned %T, want the io_uring listener", ln)
-	}
-	newConns = new(atomic.Int64)
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(c net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				if _, ok := c.(*Conn); !ok {
-					t.Errorf("net/http got a %T, want *Conn", c)
-				}
-				newConns.Add(1)
-			}
-		},
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("http.Server.Shutdown: %v", err)
-		}
-		if err := <-done; err != http.ErrServerClosed {
-			t.Errorf("http.Server.Serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String(), newConns
 }
 
 // echoPath answers GET /p with "hello /p" and POST with its body. It reads

@@ -87,7 +87,7 @@ func TestIdleTimeout(t *testing.T) {
 	const timeout = 600 * time.Millisecond
 	for _, api := range []string{"callback", "conn"} {
 		t.Run(api, func(t *testing.T) {
-			rt, reg := newMetricsRT(t, Config{Loops: 2, IdleTimeout: timeout})
+			rt := newRT(t, Config{Loops: 2, IdleTimeout: timeout})
 			var addr string
 			var closeErr chan error
 			if api == "callback" {
@@ -115,8 +115,8 @@ func TestIdleTimeout(t *testing.T) {
 					t.Error("no OnClose for the idle connection")
 				}
 			}
-			if n := gather(t, reg).sum("uringrt_idle_closed_total"); n != 1 {
-				t.Errorf("uringrt_idle_closed_total = %v, want 1", n)
+			if n := loopSum(rt.Stats(), func(l *LoopStats) uint64 { return l.IdleClosed }); n != 1 {
+				t.Errorf("IdleClosed = %v, want 1", n)
 			}
 		})
 	}

@@ -11,14 +11,13 @@ import (
 // spinning: the poll times out (outcome="timeout") and the process burns
 // well under the idle time in CPU.
 func TestIdlePollEchoesAndSleeps(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: 200 * time.Microsecond})
+	rt := newRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: 200 * time.Microsecond})
 	addr := echoServer(t, rt, "callback")
 	cs, _ := echoTraffic(t, addr, 8, 50, 12)
 	defer closeAll(cs)
 
-	f := gather(t, reg)
-	if got := f.sum("uringrt_idle_polls_total", "outcome", "work"); got == 0 {
-		t.Errorf(`idle_polls_total{outcome="work"} = 0 after 400 echoes, want > 0`)
+	if got := rt.Stats().Loops[0].IdlePollWork; got == 0 {
+		t.Errorf("IdlePollWork = 0 after 400 echoes, want > 0")
 	}
 
 	// Idle with 8 open connections: each gap costs at most IdlePoll of
@@ -32,8 +31,8 @@ func TestIdlePollEchoesAndSleeps(t *testing.T) {
 	}
 	// The loop went to sleep through polls that timed out (after the
 	// traffic; an empty 1 s wait is then not followed by another poll).
-	if got := gather(t, reg).sum("uringrt_idle_polls_total", "outcome", "timeout"); got == 0 {
-		t.Errorf(`idle_polls_total{outcome="timeout"} = 0 after %v idle`, idle)
+	if got := rt.Stats().Loops[0].IdlePollTimeout; got == 0 {
+		t.Errorf("IdlePollTimeout = 0 after %v idle", idle)
 	}
 }
 
@@ -42,7 +41,7 @@ func TestIdlePollEchoesAndSleeps(t *testing.T) {
 // fires on time within Go's 10 ms preemption bound, give or take the
 // machine), and an idle loop does not burn CPU.
 func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
-	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, DedicatedLoops: true, IdlePoll: 20 * time.Microsecond})
+	rt := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, DedicatedLoops: true, IdlePoll: 20 * time.Microsecond})
 	addr := echoServer(t, rt, "callback")
 	stop := make(chan struct{})
 	late := make(chan time.Duration, 1)
@@ -80,7 +79,7 @@ func TestDedicatedLoopsEchoAndIdle(t *testing.T) {
 // left idle sleeps through its 1 s idle waits instead of polling after
 // each one (which would burn half a core).
 func TestIdlePollLongIdleDoesNotSpin(t *testing.T) {
-	rt, _ := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: time.Second})
+	rt := newMetricsRT(t, Config{Loops: 1, Backend: BackendUring, LockedLoops: true, IdlePoll: time.Second})
 	addr := echoServer(t, rt, "callback")
 	cs, _ := echoTraffic(t, addr, 2, 5, 12)
 	defer closeAll(cs)

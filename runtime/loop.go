@@ -8,11 +8,15 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
-	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
-// loop owns one ring on one locked OS thread. Other goroutines reach it only
+// loop owns one ring, driven by one goroutine: by default an ordinary one
+// that sleeps in Go's netpoller (loop_gowait.go), with Config.LockedLoops
+// one locked to its OS thread that sleeps in io_uring_enter. Other
+// goroutines reach it only
 // through post (an MPSC queue, a mutex-guarded slice swapped whole by the
 // loop) and an eventfd wake that is written only when the loop sleeps.
 type loop struct {
@@ -52,6 +56,7 @@ type loop struct {
 	runq        *runnableProbe // nil: never yield for stranded goroutines
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
+	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
@@ -76,110 +81,6 @@ type loop struct {
 	done  chan struct{}
 }
 
-// startLoop creates the ring on a new locked OS thread and starts the loop.
-func startLoop(rt *Runtime, id int) (*loop, error) {
-	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
-	errc := make(chan error, 1)
-	goWait := !rt.cfg.LockedLoops
-	go func() {
-		if !goWait {
-			runtime.LockOSThread() // never unlocked: the thread exits with the loop
-			l.runq = newRunnableProbe()
-		}
-		if err := l.setup(goWait); err != nil {
-			errc <- err
-			close(l.done)
-			return
-		}
-		errc <- nil
-		l.run()
-	}()
-	if err := <-errc; err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (l *loop) setup(goWait bool) error {
-	cfg := &l.rt.cfg
-	flags := netpoll.SetupSingleIssuer | netpoll.SetupDeferTaskrun | netpoll.SetupTaskrunFlag
-	if cfg.DisableDeferTaskrun || cfg.WaitBatch == experiment.WaitBatchOff || goWait {
-		// Without DEFER_TASKRUN the kernel runs completion task_work as
-		// it comes (COOP_TASKRUN): the comparison baseline for batching.
-		flags = netpoll.SetupCoopTaskrun | netpoll.SetupTaskrunFlag
-	}
-	entries := cfg.RingEntries
-	ring, err := l.rt.newRing(netpoll.Params{Entries: entries, CQEntries: entries * 4, Flags: flags | netpoll.SetupClamp, Fallback: true})
-	if err != nil {
-		return err
-	}
-	l.ring = ring
-	if goWait {
-		if err := l.setupGoWait(); err != nil {
-			ring.Close()
-			return err
-		}
-	} else if err := ring.RegisterRingFD(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		l.rt.logger.Debug("register ring fd", "err", err)
-	}
-	if cfg.IOWQMaxWorkers > 0 {
-		if _, _, err := ring.IOWQMaxWorkers(cfg.IOWQMaxWorkers, cfg.IOWQMaxWorkers); err != nil {
-			ring.Close()
-			return err
-		}
-	}
-	if l.rt.useBufRing {
-		br, err := registerBufRing(ring, cfg)
-		if err != nil {
-			l.rt.logger.Warn("provided buffer ring unavailable; callback API uses single-shot recv", "err", err)
-		} else {
-			l.bufRing = br
-			// Multishot only: a single-shot bundle that fills its
-			// buffers retries once for what the socket still holds
-			// (Linux 6.12+), past its length, so a pause could overshoot
-			// by a whole receive queue; a multishot arm's byte limit
-			// (recvLimit) also caps that retry.
-			l.bundles = !cfg.DisableRecvBundles && !cfg.DisableMultishot && !br.Incremental() &&
-				l.rt.features.Bits&netpoll.FeatRecvSendBundle != 0
-			if !cfg.DisableBufferLending && !br.Incremental() {
-				l.lendCap = int(br.Count()) / 4 // lend.go
-				l.ringMem = br.Span(0, int(br.Count()*br.Size()))
-			}
-		}
-	}
-	if !cfg.DisableFixedFiles {
-		if t, err := ring.RegisterFileTable(fixedFileSlots); err == nil {
-			l.files = t
-		}
-	}
-	w, err := netpoll.NewEventfdWake()
-	if err != nil {
-		ring.Close()
-		return err
-	}
-	l.wakeFD = w
-	l.cqes = make([]netpoll.CQE, 256)
-	l.slots = make([]*op, 0, 1024)
-	l.wakeOp = op{kind: opWake, fd: w.Fd()}
-	l.arm(&l.wakeOp)
-	return nil
-}
-
-// fixedFileSlots is the size of each loop's sparse registered file table.
-const fixedFileSlots = 1 << 16
-
-// fixedFile registers fd in a free slot of the loop's file table (one
-// IORING_REGISTER_FILES_UPDATE2 per connection, not per op).
-func (l *loop) fixedFile(fd int) (int32, bool) {
-	if l.files == nil {
-		return -1, false
-	}
-	return l.files.Add(fd)
-}
-
-// releaseFixedFile clears a slot once no op uses it.
-func (l *loop) releaseFixedFile(slot int32) { l.files.Remove(slot) }
-
 // run is the loop: take queued requests -> prep SQEs -> one enter that
 // submits and waits -> reap all CQEs -> run their completions as one batch
 // -> wake the goroutines of that batch.
@@ -187,6 +88,9 @@ func (l *loop) run() {
 	defer close(l.done)
 	idle := loopIdleWait
 	for {
+		if l.gw != nil {
+			l.tid = int32(unix.Gettid()) // a raw system call, no allocation
+		}
 		l.drainQueue()
 		l.resendCancels()
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
@@ -277,8 +181,17 @@ func (l *loop) run() {
 // long submission lets them run meanwhile. Otherwise nothing waits for the
 // P and submissions up to rawSubmitMax are raw: the callback API with 10
 // connections then never sleeps between batches (1.22-1.28x msgs/s at
-// 0.78-0.82x CPU per message, BENCHMARKS.md session 8).
+// 0.78-0.82x CPU per message, BENCHMARKS.md).
 func (l *loop) setRawSubmit() {
+	if l.gw != nil {
+		// A loop that parks in Go's netpoller never sleeps in an enter,
+		// and every enter it makes through Syscall6 lets sysmon move it
+		// to another thread when the enter outlasts a tick: the ops it
+		// armed there then run their COOP_TASKRUN task_work on that
+		// thread, waking it from its idle sleep for every completion.
+		l.ring.SetRawSubmitMax(l.ring.SQEntries())
+		return
+	}
 	if 2*l.polls > l.inflight {
 		l.ring.SetRawSubmitMax(netpoll.DefaultRawSubmitMax)
 	} else {
@@ -383,30 +296,4 @@ func (l *loop) flushWakes() bool {
 	}
 	l.opWakes = l.opWakes[:0]
 	return woke
-}
-
-// stop begins teardown: cancel every op; run exits once they completed.
-func (l *loop) stop() {
-	if l.stopping {
-		return
-	}
-	l.stopping = true
-	for cc := range l.cbConns {
-		cc.closeOnLoop(errRuntimeClosed)
-	}
-	for _, ln := range l.serving {
-		l.stopServe(ln)
-	}
-	sqe := l.getSQE()
-	sqe.PrepCancelAll()
-	sqe.Flags |= netpoll.SQECQESkipSuccess
-}
-
-func (l *loop) teardown() {
-	if l.bufRing != nil {
-		l.bufRing.Close()
-	}
-	l.closeGoWait()
-	l.ring.Close()
-	l.wakeFD.Close()
 }

@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -53,14 +54,22 @@ func (l *loop) setupGoWait() error {
 		f.Close()
 		return err
 	}
-	// A pollable os.File accepts a deadline; one that Go could not add
-	// to its netpoller refuses it.
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
+	if err := netpollable(f); err != nil {
 		f.Close()
-		return errors.New("ring fd not pollable by Go's netpoller: " + err.Error())
+		return err
 	}
 	l.gw = &goWaiter{f: f, rc: rc}
 	l.gw.ready = func(uintptr) bool { return l.ring.CQReady() > 0 || l.posted.Load() }
+	return nil
+}
+
+// netpollable reports whether f is registered with Go's netpoller: a
+// pollable os.File accepts a deadline, one that Go could not add refuses
+// it with os.ErrNoDeadline, which the error wraps.
+func netpollable(f *os.File) error {
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("ring fd not pollable by Go's netpoller: %w", err)
+	}
 	return nil
 }
 

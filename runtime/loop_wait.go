@@ -86,8 +86,8 @@ func (l *loop) waitPolicy(idle time.Duration) (uint32, time.Duration, time.Durat
 // waits for a batch. With fewer (a handful of busy connections, each with
 // a recv and a send) a batch fills only when most connections have gone
 // round, so waiting for one stalls the others: side by side with recv
-// bundles, config iii (10 connections) lost 15-25 % of its msgs/s to
-// batched waits, and won 2-10 % over the old default with none.
+// bundles, a 10-connection echo lost 15-25 % of its msgs/s to batched
+// waits, and won 2-10 % with this floor (BENCHMARKS.md).
 const minBatchInflight = 64
 
 // noteBatch folds the CQEs of one wake-up into the EWMA (weight 1/8, in

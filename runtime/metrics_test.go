@@ -2,281 +2,67 @@ package uringrt
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"os"
-	"regexp"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
-	"github.com/uringrt/uringrt/deploy"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
-
-// families is one Gather, by family name.
-type families map[string]*dto.MetricFamily
-
-func gather(t testing.TB, g prometheus.Gatherer) families {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	f := make(families, len(mfs))
-	for _, mf := range mfs {
-		f[mf.GetName()] = mf
-	}
-	return f
-}
-
-// hasLabels reports whether m carries every name=value pair of kv.
-func hasLabels(m *dto.Metric, kv ...string) bool {
-	for i := 0; i+1 < len(kv); i += 2 {
-		found := false
-		for _, lp := range m.GetLabel() {
-			found = found || lp.GetName() == kv[i] && lp.GetValue() == kv[i+1]
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// sum adds up the series of family name that carry the labels kv (pairs):
-// counter and gauge values, histogram and summary sample counts. A missing
-// family is -1.
-func (f families) sum(name string, kv ...string) float64 {
-	mf, ok := f[name]
-	if !ok {
-		return -1
-	}
-	var s float64
-	for _, m := range mf.GetMetric() {
-		if !hasLabels(m, kv...) {
-			continue
-		}
-		switch mf.GetType() {
-		case dto.MetricType_COUNTER:
-			s += m.GetCounter().GetValue()
-		case dto.MetricType_GAUGE:
-			s += m.GetGauge().GetValue()
-		case dto.MetricType_HISTOGRAM:
-			s += float64(m.GetHistogram().GetSampleCount())
-		case dto.MetricType_SUMMARY:
-			s += float64(m.GetSummary().GetSampleCount())
-		default:
-			s += m.GetUntyped().GetValue()
-		}
-	}
-	return s
-}
-
-// eventually polls cond until it holds or the deadline (at most d, and
-// before the test's own deadline) passes; then it fails with cond's last
-// message.
-func eventually(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	end := time.Now().Add(d)
-	if dl, ok := t.Deadline(); ok && dl.Add(-5*time.Second).Before(end) {
-		end = dl.Add(-5 * time.Second)
-	}
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatal(msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// echoTraffic dials conns connections to addr with Go's net (so the client
-// side counts nowhere in the runtime), sends msgs messages of size bytes
-// on each, one at a time, and checks every echo. It returns the open
-// connections (the caller closes them) and the bytes sent in all.
-func echoTraffic(t *testing.T, addr string, conns, msgs, size int) ([]net.Conn, int) {
-	t.Helper()
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			for _, c := range cs[:i] {
-				c.Close()
-			}
-			t.Fatalf("dial %s: %v", addr, err)
-		}
-		cs[i] = c
-	}
-	errs := make(chan error, conns)
-	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.SetDeadline(time.Now().Add(20 * time.Second))
-			out := bytes.Repeat([]byte{byte('a' + i%26)}, size)
-			in := make([]byte, size)
-			for m := 0; m < msgs; m++ {
-				if _, err := c.Write(out); err != nil {
-					errs <- fmt.Errorf("conn %d msg %d: write: %w", i, m, err)
-					return
-				}
-				if _, err := io.ReadFull(c, in); err != nil {
-					errs <- fmt.Errorf("conn %d msg %d: read: %w", i, m, err)
-					return
-				}
-				if !bytes.Equal(in, out) {
-					errs <- fmt.Errorf("conn %d msg %d: echo %q, want %q", i, m, in, out)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		for _, c := range cs {
-			c.Close()
-		}
-		t.Fatal(err)
-	}
-	return cs, conns * msgs * size
-}
-
-func closeAll(cs []net.Conn) {
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
-// newMetricsRT starts a runtime whose metrics are registered on a fresh
-// registry.
-func newMetricsRT(t *testing.T, cfg Config) (*Runtime, *prometheus.Registry) {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	cfg.Registerer = reg
-	return newRT(t, cfg), reg
-}
-
-func lint(t *testing.T, reg *prometheus.Registry) {
-	t.Helper()
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-}
-
-func TestMetricsLint(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  Config
-	}{
-		{"uring", Config{Loops: 2}},
-		{"blocking", Config{Loops: 1, Workers: 2, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
-		{"std", Config{Backend: BackendStd}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rt, reg := newMetricsRT(t, tc.cfg)
-			// The runtime's own collector alone, then everything it
-			// registered, after some traffic so histograms have samples.
-			problems, err := testutil.CollectAndLint(collector{rt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range problems {
-				t.Errorf("lint: %s: %s", p.Metric, p.Text)
-			}
-			cs, _ := echoTraffic(t, echoServer(t, rt, "conn"), 4, 10, 12)
-			closeAll(cs)
-			lint(t, reg)
-			f := gather(t, reg)
-			for name, mf := range f {
-				if !strings.HasPrefix(name, "uringrt_") {
-					t.Errorf("family %s outside the uringrt namespace", name)
-				}
-				if mf.GetHelp() == "" {
-					t.Errorf("%s has no help", name)
-				}
-			}
-		})
-	}
-}
 
 // TestMetricsCallbackEcho checks that the counters move by what a known
 // number of echoes through the callback API implies.
 func TestMetricsCallbackEcho(t *testing.T) {
 	const conns, msgs, size = 8, 25, 12
-	rt, reg := newMetricsRT(t, Config{Loops: 2})
+	rt := newMetricsRT(t, Config{Loops: 2})
 	addr := echoServer(t, rt, "callback")
-	before := gather(t, reg)
+	before := rt.Stats()
 	cs, sent := echoTraffic(t, addr, conns, msgs, size)
 
 	eventually(t, 5*time.Second, func() (bool, string) {
-		f := gather(t, reg)
-		r, w := f.sum("uringrt_read_bytes_total"), f.sum("uringrt_written_bytes_total")
-		return r == float64(sent) && w == float64(sent),
-			fmt.Sprintf("read_bytes_total=%v written_bytes_total=%v, want both %d", r, w, sent)
+		s := rt.Stats()
+		r, w := loopSum(s, func(l *LoopStats) uint64 { return l.ReadBytes }), loopSum(s, func(l *LoopStats) uint64 { return l.WrittenBytes })
+		return r == uint64(sent) && w == uint64(sent),
+			fmt.Sprintf("ReadBytes=%v WrittenBytes=%v, want both %d", r, w, sent)
 	})
-	f := gather(t, reg)
+	s := rt.Stats()
 	for _, c := range []struct {
 		name string
-		min  float64
+		f    func(*LoopStats) uint64
+		min  uint64
 	}{
-		{"uringrt_cqes_reaped_total", conns * msgs},
-		{"uringrt_sqes_submitted_total", conns * msgs}, // one send per echo
-		{"uringrt_enter_calls_total", 1},
-		{"uringrt_cqes_per_enter", 1},
-		{"uringrt_taskwork_batch_size", 1},
+		{"CQEsReaped", func(l *LoopStats) uint64 { return l.CQEsReaped }, conns * msgs},
+		{"SQEsSubmitted", func(l *LoopStats) uint64 { return l.SQEsSubmitted }, conns * msgs}, // one send per echo
+		{"Enters", func(l *LoopStats) uint64 { return l.Enters }, 1},
+		{"CQEsPerEnter.Count", func(l *LoopStats) uint64 { return l.CQEsPerEnter.Count }, 1},
+		{"TaskworkBatch.Count", func(l *LoopStats) uint64 { return l.TaskworkBatch.Count }, 1},
 	} {
-		if got := f.sum(c.name) - before.sum(c.name); got < c.min {
+		if got := loopSum(s, c.f) - loopSum(before, c.f); got < c.min {
 			t.Errorf("%s moved by %v, want >= %v", c.name, got, c.min)
 		}
 	}
-	if got := f.sum("uringrt_connections_accepted_total"); got != conns {
-		t.Errorf("connections_accepted_total = %v, want %d", got, conns)
+	if got := loopSum(s, func(l *LoopStats) uint64 { return l.Accepted }); got != conns {
+		t.Errorf("Accepted = %v, want %d", got, conns)
 	}
-	if got := f.sum("uringrt_connections_active"); got != conns {
-		t.Errorf("connections_active = %v, want %d", got, conns)
+	if got := activeConns(rt); got != conns {
+		t.Errorf("active = %v, want %d", got, conns)
 	}
-	if got := f.sum("uringrt_backend_info", "backend", "uring"); got != 1 {
-		t.Errorf("backend_info{backend=uring} = %v, want 1", got)
+	if s.Backend != BackendUring || s.SetupFlags == "none" || s.Kernel == "" {
+		t.Errorf("Backend %v, SetupFlags %q, Kernel %q: want uring, the rings' flags and a release", s.Backend, s.SetupFlags, s.Kernel)
 	}
-	if got := f.sum("uringrt_process_context_switches_total", "kind", "voluntary"); got <= 0 {
-		t.Errorf("process_context_switches_total{kind=voluntary} = %v, want > 0", got)
-	}
-	for _, name := range []string{"uringrt_worker_queue_depth", "uringrt_accept_errors_total", "uringrt_inflight_ops"} {
-		if f.sum(name) < 0 {
-			t.Errorf("%s is not exported", name)
-		}
-	}
-	checkHistograms(t, f)
+	checkHistograms(t, s)
 
 	closeAll(cs)
 	eventually(t, 5*time.Second, func() (bool, string) {
-		f := gather(t, reg)
-		cl, act := f.sum("uringrt_connections_closed_total"), f.sum("uringrt_connections_active")
-		return cl == conns && act == 0, fmt.Sprintf("after close: connections_closed_total=%v active=%v, want %d and 0", cl, act, conns)
+		cl := loopSum(rt.Stats(), func(l *LoopStats) uint64 { return l.Closed })
+		act := activeConns(rt)
+		return cl == conns && act == 0, fmt.Sprintf("after close: Closed=%v active=%v, want %d and 0", cl, act, conns)
 	})
 }
 
@@ -293,178 +79,150 @@ func TestMetricsConnEcho(t *testing.T) {
 		{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt, reg := newMetricsRT(t, tc.cfg)
+			rt := newMetricsRT(t, tc.cfg)
 			addr := echoServer(t, rt, "conn")
 			cs, sent := echoTraffic(t, addr, conns, msgs, size)
 			eventually(t, 5*time.Second, func() (bool, string) {
-				f := gather(t, reg)
-				r, w := f.sum("uringrt_read_bytes_total"), f.sum("uringrt_written_bytes_total")
-				return r == float64(sent) && w == float64(sent),
-					fmt.Sprintf("read_bytes_total=%v written_bytes_total=%v, want both %d", r, w, sent)
+				s := rt.Stats()
+				r, w := loopSum(s, func(l *LoopStats) uint64 { return l.ReadBytes }), loopSum(s, func(l *LoopStats) uint64 { return l.WrittenBytes })
+				return r == uint64(sent) && w == uint64(sent),
+					fmt.Sprintf("ReadBytes=%v WrittenBytes=%v, want both %d", r, w, sent)
 			})
-			f := gather(t, reg)
-			reads := f.sum("uringrt_pollable_requests_total", "op", "read")
+			s := rt.Stats()
+			armed := loopSum(s, func(l *LoopStats) uint64 { return l.ReadPolled })
+			reads := armed + loopSum(s, func(l *LoopStats) uint64 { return l.ReadInline })
 			if reads < conns*msgs {
-				t.Errorf("pollable_requests_total{op=read} = %v, want >= %d (one read per echoed message)", reads, conns*msgs)
+				t.Errorf("reads %v (inline + polled), want >= %d (one read per echoed message)", reads, conns*msgs)
 			}
-			if w := f.sum("uringrt_pollable_requests_total", "op", "write"); w < conns*msgs {
-				t.Errorf("pollable_requests_total{op=write} = %v, want >= %d", w, conns*msgs)
+			writeInline := loopSum(s, func(l *LoopStats) uint64 { return l.WriteInline })
+			if w := writeInline + loopSum(s, func(l *LoopStats) uint64 { return l.WritePolled }); w < conns*msgs {
+				t.Errorf("writes %v, want >= %d", w, conns*msgs)
 			}
-			armed := f.sum("uringrt_pollable_requests_total", "op", "read", "outcome", "poll_armed")
 			switch tc.cfg.Pollable {
 			case experiment.PollHybrid:
 				// Each echo's next Read finds nothing yet: EAGAIN, poll arm.
 				if armed == 0 {
 					t.Error("hybrid: no read was poll_armed")
 				}
-				if f.sum("uringrt_pollable_requests_total", "op", "write", "outcome", "inline") == 0 {
+				if writeInline == 0 {
 					t.Error("hybrid: no write was done inline")
 				}
-				if f.sum("uringrt_poll_arms_total") == 0 {
-					t.Error("hybrid: poll_arms_total did not move")
+				if loopSum(s, func(l *LoopStats) uint64 { return l.PollArms }) == 0 {
+					t.Error("hybrid: PollArms did not move")
 				}
 			case experiment.PollRing:
 				if armed != reads {
 					t.Errorf("ring: %v of %v reads poll_armed, want all", armed, reads)
 				}
 			case experiment.PollBlocking:
-				if n := f.sum("uringrt_blocking_queue_wait_seconds"); n < conns*msgs {
-					t.Errorf("blocking_queue_wait_seconds count = %v, want >= %d", n, conns*msgs)
+				if n := s.BlockingWait.Count; n < conns*msgs {
+					t.Errorf("BlockingWait count = %v, want >= %d", n, conns*msgs)
 				}
-				if n := f.sum("uringrt_worker_works_run_total", "pool", "workers"); n < conns*msgs {
-					t.Errorf("worker_works_run_total = %v, want >= %d", n, conns*msgs)
+				var run uint64
+				for _, w := range s.Workers.Workers {
+					run += w.Run
+				}
+				if run < conns*msgs {
+					t.Errorf("worker pool ran %v works, want >= %d", run, conns*msgs)
 				}
 			}
-			if got := f.sum("uringrt_connections_accepted_total"); got != conns {
-				t.Errorf("connections_accepted_total = %v, want %d", got, conns)
+			if got := loopSum(s, func(l *LoopStats) uint64 { return l.Accepted }); got != conns {
+				t.Errorf("Accepted = %v, want %d", got, conns)
 			}
-			checkHistograms(t, f)
+			checkHistograms(t, s)
 			closeAll(cs)
 			eventually(t, 5*time.Second, func() (bool, string) {
-				f := gather(t, reg)
-				cl, act := f.sum("uringrt_connections_closed_total"), f.sum("uringrt_connections_active")
-				return cl == conns && act == 0, fmt.Sprintf("after close: connections_closed_total=%v active=%v, want %d and 0", cl, act, conns)
+				cl := loopSum(rt.Stats(), func(l *LoopStats) uint64 { return l.Closed })
+				act := activeConns(rt)
+				return cl == conns && act == 0, fmt.Sprintf("after close: Closed=%v active=%v, want %d and 0", cl, act, conns)
 			})
 		})
 	}
 }
 
-// checkHistograms checks every histogram of f is well formed: buckets
-// cumulative, none above the count, a +Inf-free set of finite bounds.
-func checkHistograms(t *testing.T, f families) {
+// TestMetricsOffCountsNothing: without Config.Metrics the I/O paths count
+// nothing (no counting cost), while the always-kept counters still move.
+func TestMetricsOffCountsNothing(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	cs, _ := echoTraffic(t, echoServer(t, rt, "conn"), 2, 5, 12)
+	closeAll(cs)
+	s := rt.Stats()
+	for name, v := range map[string]uint64{
+		"ReadBytes":     loopSum(s, func(l *LoopStats) uint64 { return l.ReadBytes }),
+		"WrittenBytes":  loopSum(s, func(l *LoopStats) uint64 { return l.WrittenBytes }),
+		"ReadInline":    loopSum(s, func(l *LoopStats) uint64 { return l.ReadInline + l.ReadPolled }),
+		"SQEsSubmitted": loopSum(s, func(l *LoopStats) uint64 { return l.SQEsSubmitted }),
+	} {
+		if v != 0 {
+			t.Errorf("%s = %d without Config.Metrics, want 0", name, v)
+		}
+	}
+	if got := loopSum(s, func(l *LoopStats) uint64 { return l.Accepted }); got != 2 {
+		t.Errorf("Accepted = %d, want 2 (kept without Config.Metrics)", got)
+	}
+}
+
+// checkHistograms checks every histogram of s is well formed: bounds
+// ascending, buckets cumulative, none above the count.
+func checkHistograms(t *testing.T, s Stats) {
 	t.Helper()
-	for name, mf := range f {
-		if mf.GetType() != dto.MetricType_HISTOGRAM {
-			continue
+	check := func(name string, h Histogram) {
+		if len(h.Bounds) != len(h.Cumulative) || len(h.Bounds) == 0 {
+			t.Errorf("%s: %d bounds, %d counts", name, len(h.Bounds), len(h.Cumulative))
+			return
 		}
-		for _, m := range mf.GetMetric() {
-			h := m.GetHistogram()
-			var prevB float64 = math.Inf(-1)
-			var prevC uint64
-			for _, b := range h.GetBucket() {
-				if b.GetUpperBound() <= prevB || b.GetCumulativeCount() < prevC {
-					t.Errorf("%s%v: bucket le=%v count %d after le=%v count %d", name, m.GetLabel(), b.GetUpperBound(), b.GetCumulativeCount(), prevB, prevC)
-				}
-				prevB, prevC = b.GetUpperBound(), b.GetCumulativeCount()
-			}
-			if prevC > h.GetSampleCount() {
-				t.Errorf("%s%v: last bucket %d > count %d", name, m.GetLabel(), prevC, h.GetSampleCount())
-			}
-			if strings.HasSuffix(name, "_seconds") && h.GetSampleCount() > 0 && h.GetSampleSum() <= 0 {
-				t.Errorf("%s: %d samples summing to %v s", name, h.GetSampleCount(), h.GetSampleSum())
+		for i := 1; i < len(h.Bounds); i++ {
+			if h.Bounds[i] <= h.Bounds[i-1] || h.Cumulative[i] < h.Cumulative[i-1] {
+				t.Errorf("%s: bucket le=%v count %d after le=%v count %d", name, h.Bounds[i], h.Cumulative[i], h.Bounds[i-1], h.Cumulative[i-1])
 			}
 		}
+		if last := h.Cumulative[len(h.Cumulative)-1]; last > h.Count {
+			t.Errorf("%s: last bucket %d > count %d", name, last, h.Count)
+		}
+	}
+	for _, l := range s.Loops {
+		check(fmt.Sprintf("loop %d CQEsPerEnter", l.ID), l.CQEsPerEnter)
+		check(fmt.Sprintf("loop %d TaskworkBatch", l.ID), l.TaskworkBatch)
+	}
+	check("BlockingWait", s.BlockingWait)
+	if s.BlockingWait.Count > 0 && s.BlockingWait.Sum <= 0 {
+		t.Errorf("BlockingWait: %d samples summing to %v s", s.BlockingWait.Count, s.BlockingWait.Sum)
 	}
 }
 
 func TestMetricsBlockingWaitHistogram(t *testing.T) {
-	var h durHist
+	var h, all durHist
 	for _, d := range []time.Duration{0, time.Microsecond, 3 * time.Microsecond, time.Millisecond, 2 * time.Second} {
 		h.observe(d)
 	}
-	var b [len(durBounds) + 1]uint64
-	var sum uint64
-	h.addTo(&b, &sum)
-	h.addTo(&b, &sum) // two loops with the same samples
-	desc := prometheus.NewDesc("x_seconds", "x", nil, nil)
-	var m dto.Metric
-	if err := durConstHistogram(desc, &b, sum).Write(&m); err != nil {
-		t.Fatal(err)
+	h.addTo(&all)
+	h.addTo(&all) // two loops with the same samples
+	hg := all.snapshot()
+	if hg.Count != 10 {
+		t.Errorf("count = %d, want 10", hg.Count)
 	}
-	hg := m.GetHistogram()
-	if hg.GetSampleCount() != 10 {
-		t.Errorf("count = %d, want 10", hg.GetSampleCount())
-	}
-	if want := 2 * (2.001004); math.Abs(hg.GetSampleSum()-want) > 1e-9 {
-		t.Errorf("sum = %v s, want %v", hg.GetSampleSum(), want)
+	if want := 2 * (2.001004); math.Abs(hg.Sum-want) > 1e-9 {
+		t.Errorf("sum = %v s, want %v", hg.Sum, want)
 	}
 	want := map[float64]uint64{1e-6: 4, 5e-6: 6, 1e-3: 8, 1: 8}
-	for _, bk := range hg.GetBucket() {
-		if w, ok := want[bk.GetUpperBound()]; ok && bk.GetCumulativeCount() != w {
-			t.Errorf("le=%v: %d, want %d", bk.GetUpperBound(), bk.GetCumulativeCount(), w)
+	for i, ub := range hg.Bounds {
+		if w, ok := want[ub]; ok && hg.Cumulative[i] != w {
+			t.Errorf("le=%v: %d, want %d", ub, hg.Cumulative[i], w)
 		}
 	}
 }
 
-// TestMetricsStdBackend: BackendStd says so in backend_info and lints clean.
+// TestMetricsStdBackend: BackendStd says so in Stats, with no loops.
 func TestMetricsStdBackend(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Backend: BackendStd})
+	rt := newMetricsRT(t, Config{Backend: BackendStd})
 	cs, _ := echoTraffic(t, echoServer(t, rt, "callback"), 2, 5, 12)
 	closeAll(cs)
-	f := gather(t, reg)
-	if got := f.sum("uringrt_backend_info", "backend", "std"); got != 1 {
-		t.Errorf("backend_info{backend=std} = %v, want 1", got)
+	s := rt.Stats()
+	if s.Backend != BackendStd || len(s.Loops) != 0 || s.SetupFlags != "none" {
+		t.Errorf("Backend %v, %d loops, SetupFlags %q; want std, 0, none", s.Backend, len(s.Loops), s.SetupFlags)
 	}
-	if got := f.sum("uringrt_backend_info", "backend", "uring"); got > 0 {
-		t.Errorf("backend_info{backend=uring} = %v under BackendStd", got)
-	}
-	lint(t, reg)
-}
-
-// allowedLabels are the only label names the runtime's metrics carry
-// (DESIGN.md: low cardinality, nothing per connection).
-var allowedLabels = map[string]bool{
-	"loop": true, "op": true, "outcome": true, "pool": true, "worker": true,
-	"kind": true, "errno": true, "backend": true, "kernel": true, "setup_flags": true,
-}
-
-// TestMetricsLowCardinality checks that no label grows with connections:
-// the series count per family is the same after 2 connections as after 40,
-// and only the low-cardinality label names appear.
-func TestMetricsLowCardinality(t *testing.T) {
-	const loops = 2
-	rt, reg := newMetricsRT(t, Config{Loops: loops})
-	addr := echoServer(t, rt, "callback")
-	series := func() map[string]int {
-		n := make(map[string]int)
-		for name, mf := range gather(t, reg) {
-			n[name] = len(mf.GetMetric())
-			for _, m := range mf.GetMetric() {
-				for _, lp := range m.GetLabel() {
-					if !allowedLabels[lp.GetName()] {
-						t.Errorf("%s has label %s=%q, not one of the low-cardinality labels", name, lp.GetName(), lp.GetValue())
-					}
-					if lp.GetName() == "loop" && !slices.Contains([]string{"0", "1"}, lp.GetValue()) {
-						t.Errorf("%s has loop=%q with %d loops", name, lp.GetValue(), loops)
-					}
-				}
-			}
-			if len(mf.GetMetric()) > 32 {
-				t.Errorf("%s has %d series", name, len(mf.GetMetric()))
-			}
-		}
-		return n
-	}
-	cs, _ := echoTraffic(t, addr, 2, 3, 12)
-	small := series()
-	cs2, _ := echoTraffic(t, addr, 40, 3, 12)
-	large := series()
-	closeAll(cs)
-	closeAll(cs2)
-	for name, n := range large {
-		if small[name] != n {
-			t.Errorf("%s: %d series with 2 connections, %d with 42", name, small[name], n)
-		}
+	if len(s.AcceptErrors) != 0 {
+		t.Errorf("AcceptErrors %v under BackendStd, want none", s.AcceptErrors)
 	}
 }
 
@@ -475,12 +233,12 @@ func TestMetricsLowCardinality(t *testing.T) {
 // any echo, so many recvs complete in one task_work run.
 func TestMetricsRingPressure(t *testing.T) {
 	const conns, rounds = 64, 20
-	rt, reg := newMetricsRT(t, Config{Loops: 1, RingEntries: 4, Buffers: 1, BufferSize: 64})
+	rt := newMetricsRT(t, Config{Loops: 1, RingEntries: 4, Buffers: 1, BufferSize: 64})
 	addr := echoServer(t, rt, "callback")
 	cs, _ := echoTraffic(t, addr, conns, 1, 12)
 	defer closeAll(cs)
 	msg, in := []byte("pressure-msg"), make([]byte, 12)
-	var f families
+	var l LoopStats
 	for r := 0; r < rounds; r++ {
 		for _, c := range cs {
 			if _, err := c.Write(msg); err != nil {
@@ -492,26 +250,24 @@ func TestMetricsRingPressure(t *testing.T) {
 				t.Fatalf("echo %q, %v; want %q", in, err, msg)
 			}
 		}
-		f = gather(t, reg)
-		if f.sum("uringrt_sq_full_total") > 0 && f.sum("uringrt_buffer_ring_exhausted_total") > 0 &&
-			f.sum("uringrt_cq_overflows_total") > 0 {
-			t.Logf("after %d rounds: sq_full_total=%v buffer_ring_exhausted_total=%v cq_overflows_total=%v", r+1,
-				f.sum("uringrt_sq_full_total"), f.sum("uringrt_buffer_ring_exhausted_total"), f.sum("uringrt_cq_overflows_total"))
+		l = rt.Stats().Loops[0]
+		if l.SQFull > 0 && l.BufferRingExhausted > 0 && l.CQOverflows > 0 {
+			t.Logf("after %d rounds: SQFull=%v BufferRingExhausted=%v CQOverflows=%v", r+1, l.SQFull, l.BufferRingExhausted, l.CQOverflows)
 			return
 		}
 	}
-	t.Errorf("after %d bursts over %d connections on a 4-entry ring with 1 buffer: sq_full_total=%v buffer_ring_exhausted_total=%v cq_overflows_total=%v, want all > 0",
-		rounds, conns, f.sum("uringrt_sq_full_total"), f.sum("uringrt_buffer_ring_exhausted_total"), f.sum("uringrt_cq_overflows_total"))
+	t.Errorf("after %d bursts over %d connections on a 4-entry ring with 1 buffer: SQFull=%v BufferRingExhausted=%v CQOverflows=%v, want all > 0",
+		rounds, conns, l.SQFull, l.BufferRingExhausted, l.CQOverflows)
 }
 
-// TestMetricsAcceptErrorsExported: the accept-error family exists (at 0 for
-// the errnos that matter) before any failure, so dashboards and alerts work.
+// TestMetricsAcceptErrorsExported: the errnos an operator alerts on are in
+// AcceptErrors (at 0) before any failure, so dashboards and alerts work.
 func TestMetricsAcceptErrorsExported(t *testing.T) {
-	_, reg := newMetricsRT(t, Config{Loops: 1})
-	f := gather(t, reg)
-	for _, e := range []string{"EMFILE", "ENFILE"} {
-		if got := f.sum("uringrt_accept_errors_total", "errno", e); got != 0 {
-			t.Errorf("accept_errors_total{errno=%s} = %v, want 0 (present)", e, got)
+	rt := newMetricsRT(t, Config{Loops: 1})
+	errs := rt.Stats().AcceptErrors
+	for _, e := range []string{"EMFILE", "ENFILE", "ENOBUFS", "ENOMEM"} {
+		if got, ok := errs[e]; !ok || got != 0 {
+			t.Errorf("AcceptErrors[%s] = %v, %v; want 0, present", e, got, ok)
 		}
 	}
 }
@@ -521,7 +277,7 @@ func TestMetricsAcceptErrorsExported(t *testing.T) {
 // connection waits in the backlog) and checks the failure is counted under
 // its errno.
 func TestMetricsAcceptErrorByErrno(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1})
+	rt := newMetricsRT(t, Config{Loops: 1})
 	ln := listenTCP(t, rt)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -562,9 +318,8 @@ func TestMetricsAcceptErrorByErrno(t *testing.T) {
 	if !errors.Is(aerr, syscall.EMFILE) {
 		t.Fatalf("Accept with RLIMIT_NOFILE=%d: %v, want EMFILE", low, aerr)
 	}
-	f := gather(t, reg)
-	if got := f.sum("uringrt_accept_errors_total", "errno", "EMFILE"); got != 1 {
-		t.Errorf("accept_errors_total{errno=EMFILE} = %v, want 1", got)
+	if got := rt.Stats().AcceptErrors["EMFILE"]; got != 1 {
+		t.Errorf("AcceptErrors[EMFILE] = %v, want 1", got)
 	}
 	// The connection is still in the backlog; with the limit back, Accept works.
 	if a, err := ln.Accept(); err != nil {
@@ -583,57 +338,4 @@ func lowestFreeFD(t *testing.T) int {
 	}
 	syscall.Close(fd)
 	return fd
-}
-
-// TestDashboardMetricsExist gathers a live registry as the echo-server
-// builds it (runtime, worker pool, Go and process collectors), after
-// traffic through both APIs, and checks that every metric the Grafana
-// dashboard queries exists.
-func TestDashboardMetricsExist(t *testing.T) {
-	const dashboard = "../deploy/grafana/uringrt.json"
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt := newRT(t, Config{Loops: 2, Registerer: reg})
-	for _, api := range []string{"conn", "callback"} {
-		cs, _ := echoTraffic(t, echoServer(t, rt, api), 4, 5, 12)
-		closeAll(cs)
-	}
-	f := gather(t, reg)
-
-	names, err := deploy.DashboardMetricNames(dashboard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) < 10 {
-		t.Fatalf("dashboard queries only %d uringrt metrics: %q", len(names), names)
-	}
-	// The Go and process collectors' names too (process_cpu_seconds_total
-	// and the like), which DashboardMetricNames leaves out.
-	other := regexp.MustCompile(`\b(?:go|process)_[a-zA-Z0-9_]+`)
-	var doc any
-	if err := readDashboard(dashboard, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range deploy.DashboardExprs(doc) {
-		for _, n := range other.FindAllString(e, -1) {
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if _, ok := f[n]; !ok {
-			t.Errorf("dashboard queries %s; the live registry has no such family", n)
-		}
-	}
-	t.Logf("%d dashboard metrics all present", len(names))
-}
-
-func readDashboard(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
 }

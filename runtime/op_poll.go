@@ -15,6 +15,7 @@ import (
 func (l *loop) prepPoll(sqe *netpoll.SQE, o *op) {
 	if o.kind == opPollIn {
 		sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP, !l.rt.cfg.DisableMultishot)
+		o.tid = l.tid
 	} else {
 		sqe.PrepPollAdd(o.fd, unix.POLLOUT, false)
 	}
@@ -35,6 +36,9 @@ func (l *loop) completePollIn(o *op) {
 			l.wakes = append(l.wakes, &o.nfd.wr)
 		}
 	}
+	if o.armed && o.tid != l.tid {
+		l.rehome(o)
+	}
 	if !o.armed {
 		// Single-shot, or a multishot the kernel ended: the next reader
 		// that finds EAGAIN re-arms it (rearmPollIn). Re-arming here
@@ -47,4 +51,16 @@ func (l *loop) completePollIn(o *op) {
 // completePollOut wakes the parked writer.
 func (l *loop) completePollOut(o *op) {
 	l.wakes = append(l.wakes, &o.nfd.wr)
+}
+
+// rehome ends a multishot POLLIN that was submitted on another thread than
+// the one the loop runs on now, so that the reader's next EAGAIN arms it
+// again from here. On a COOP_TASKRUN ring (a loop parked in Go's
+// netpoller, whose goroutine moves between threads when Go's scheduler
+// hands its P on) an op's completion task_work runs on the thread that
+// submitted it, and wakes that thread if it sleeps: with a thousand
+// connections armed while the loop ran elsewhere, an idle thread woke for
+// every message. Locked loops never move (l.tid stays 0).
+func (l *loop) rehome(o *op) {
+	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle
 }

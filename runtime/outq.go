@@ -7,9 +7,8 @@ import "golang.org/x/sys/unix"
 // the head, one chunk per send SQE; a chunk is returned to the pool as soon
 // as its last byte is sent, so a queue holds at most its queued bytes
 // rounded up to a chunk (plus the unsent head of the chunk in flight), and
-// an empty queue holds nothing. With one contiguous slice per direction
-// (the earlier design) a slow reader pinned twice MaxWriteBuffer for the
-// connection's whole life.
+// an empty queue holds nothing, where one contiguous slice per direction
+// would pin twice MaxWriteBuffer for a slow reader's whole life.
 //
 // A chunk may instead be lent: provided buffers that OnData received and
 // handed straight to Write (lend.go), sent from the buffer ring without a

@@ -12,25 +12,13 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // ---- bounded memory ----
-
-// relSmallBufDialer dials with 16 KiB socket buffers set before connect, so
-// a peer that does not read fills the path quickly.
-var relSmallBufDialer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-	return rc.Control(func(fd uintptr) {
-		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
-		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 16<<10)
-	})
-}}
 
 // TestCallbackBackpressure: a peer that writes a lot and does not read
 // makes the server's queued output reach MaxWriteBuffer; the loop then
@@ -273,16 +261,14 @@ func relBurstEcho(t *testing.T, addr string, conns, size int) {
 // (ENOBUFS), the SQ fills, the CQ overflows, and no byte or completion is
 // lost.
 func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	rt := newRT(t, Config{Loops: 1, Buffers: 8, BufferSize: 1024, RingEntries: 8, Registerer: reg})
+	rt := newRT(t, Config{Loops: 1, Buffers: 8, BufferSize: 1024, RingEntries: 8, Metrics: true})
 	if rt.loops[0].bufRing == nil {
 		t.Skip("no provided buffer ring on this kernel")
 	}
 	ln := relServeCB(t, rt, relEchoHandler(false))
 	relBurstEcho(t, ln.Addr().String(), 100, 32<<10)
-	enobufs := relMetricSum(t, reg, "uringrt_buffer_ring_exhausted_total")
-	sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
-	over := relMetricSum(t, reg, "uringrt_cq_overflows_total")
+	l := rt.Stats().Loops[0]
+	enobufs, sqFull, over := l.BufferRingExhausted, l.SQFull, l.CQOverflows
 	t.Logf("ENOBUFS %v, SQ full %v, CQ overflows %v", enobufs, sqFull, over)
 	if enobufs == 0 {
 		t.Error("the buffer ring never ran dry: the burst did not test ENOBUFS")
@@ -298,19 +284,19 @@ func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
 func TestBurstConnAPISQFull(t *testing.T) {
 	for _, pol := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing} {
 		t.Run(pol.String(), func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Registerer: reg, Switches: experiment.Switches{Pollable: pol}})
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Metrics: true, Switches: experiment.Switches{Pollable: pol}})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
 			// Whether the burst itself fills the SQ depends on how far
-			// the loop falls behind (under experiment.PollHybrid an unraced run on
+			// the loop falls behind (under PollHybrid an unraced run on
 			// an idle machine often keeps up: 1 run in 7 of the full
 			// suite). Fill it for certain as well: hold the loop, close
 			// 64 conns (each posts a cancel of its poll), release.
 			fillSQByCloses(t, rt, ln.Addr().String(), 64)
 			relBurstEcho(t, ln.Addr().String(), 20, 16<<10) // the loop still echoes, intact
-			sqFull := relMetricSum(t, reg, "uringrt_sq_full_total")
-			t.Logf("SQ full %v, CQ overflows %v", sqFull, relMetricSum(t, reg, "uringrt_cq_overflows_total"))
+			l := rt.Stats().Loops[0]
+			sqFull := l.SQFull
+			t.Logf("SQ full %v, CQ overflows %v", sqFull, l.CQOverflows)
 			if sqFull == 0 {
 				t.Error("the SQ never filled: the burst did not test SQ full")
 			}
@@ -336,7 +322,7 @@ func fillSQByCloses(t *testing.T, rt *Runtime, addr string, n int) {
 	}
 	l := rt.loops[0]
 	// A Read parked on each conn, so each has an op in flight to cancel
-	// at Close (experiment.PollHybrid's poll is armed at start anyway; experiment.PollRing arms
+	// at Close (PollHybrid's poll is armed at start anyway; PollRing arms
 	// a recv only for a waiting Read).
 	var readers sync.WaitGroup
 	for _, c := range cs {
@@ -365,7 +351,7 @@ func fillSQByCloses(t *testing.T, rt *Runtime, addr string, n int) {
 	select {
 	case <-closed:
 	case <-time.After(time.Second):
-		// Under experiment.PollRing a Close waits for its parked Read to leave,
+		// Under PollRing a Close waits for its parked Read to leave,
 		// which takes the loop; its cancel is queued already. Release.
 	}
 	close(release)

@@ -66,8 +66,7 @@ type closer interface{ Close() error }
 // setup errno (EPERM under Docker's default seccomp profile or
 // kernel.io_uring_disabled, ENOSYS on kernels without io_uring), naming the
 // fix. With BackendAuto it logs that cause once as a warning and serves
-// through Go's net. Metrics are registered on cfg.Registerer; a
-// registration conflict is returned as an error. A Config field that is
+// through Go's net. A Config field that is
 // neither zero (its default) nor in range fails with an error wrapping
 // ErrConfig that names the field.
 func New(cfg Config) (*Runtime, error) {
@@ -89,7 +88,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	rt := &Runtime{
 		cfg: cfg, pol: pollableFor(cfg.Pollable), logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
-		metrics: cfg.Registerer != nil,
+		metrics: cfg.Metrics,
 	}
 	rt.pool = sched.NewFixed(sched.Options{Workers: cfg.Workers, Name: "uringrt", OnPanic: func(v any, _ []byte) { rt.handlerPanic(v) }})
 	rt.backend = BackendStd
@@ -109,12 +108,6 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 		rt.features.Kernel = netpoll.KernelRelease() // for uringrt_backend_info
 	}
 	rt.startIdleSweep()
-	if cfg.Registerer != nil {
-		if err := rt.registerMetrics(cfg.Registerer); err != nil {
-			rt.Close()
-			return nil, err
-		}
-	}
 	return rt, nil
 }
 

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestSoakChurn is connection churn with echo traffic against a callback
@@ -33,8 +31,7 @@ func TestSoakChurn(t *testing.T) {
 	if end := relTestDeadline(t, dur+60*time.Second); time.Until(end) < dur+30*time.Second {
 		t.Skipf("not enough time left for a %v soak", dur)
 	}
-	reg := prometheus.NewRegistry()
-	rt := newRT(t, Config{Loops: 2, Registerer: reg})
+	rt := newRT(t, Config{Loops: 2})
 	cbLn := relServeCB(t, rt, relEchoHandler(false))
 	connLn := relServeConnEcho(t, rt)
 	addrs := []string{cbLn.Addr().String(), connLn.Addr().String()}
@@ -42,7 +39,7 @@ func TestSoakChurn(t *testing.T) {
 	// Warm up (first connections grow pools and buffers), then baseline.
 	runChurn(t, addrs, 300*time.Millisecond, 4)
 	settle := func() (fds, gs int, rss int64) {
-		relWaitFor(2*time.Second, func() bool { return relMetricSum(t, reg, "uringrt_connections_active") == 0 })
+		relWaitFor(2*time.Second, func() bool { return activeConns(rt) == 0 })
 		time.Sleep(100 * time.Millisecond)
 		runtime.GC()
 		debug.FreeOSMemory()
@@ -148,16 +145,4 @@ func runChurn(t *testing.T, addrs []string, dur time.Duration, workers int) (int
 	}
 	wg.Wait()
 	return done.Load(), failed.Load()
-}
-
-// raceBuild reports whether the test binary was built with -race.
-func raceBuild() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				return true
-			}
-		}
-	}
-	return false
 }

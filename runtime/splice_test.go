@@ -352,16 +352,6 @@ func TestServeFile(t *testing.T) {
 
 func sha256Sum(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 
-// discard reads c to EOF into a 1 MiB buffer and reports the count.
-func discard(c net.Conn) <-chan int64 {
-	ch := make(chan int64, 1)
-	go func() {
-		n, _ := io.CopyBuffer(io.Discard, readerOnly{c}, make([]byte, 1<<20))
-		ch <- n
-	}()
-	return ch
-}
-
 // BenchmarkSendfile copies a 1 GiB file (URINGRT_BENCH_FILE_MIB to change)
 // to a socket with io.Copy: sendfile on uringrt's Conn and on
 // *net.TCPConn; the reader is Go's net in both.

@@ -28,7 +28,7 @@ func udpSegmentOOB(size uint16) []byte {
 // the segment size, one that did not gets each datagram. The metrics count
 // datagrams by segment.
 func TestUDPGSOAndGRO(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1})
+	rt := newMetricsRT(t, Config{Loops: 1})
 	send, err := rt.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -103,18 +103,18 @@ func TestUDPGSOAndGRO(t *testing.T) {
 		t.Fatalf("UDP_GRO cmsg segment size %d, want %d (cmsgs %+v)", groSize, seg, msgs)
 	}
 
-	f := gather(t, reg)
+	u := rt.Stats().Loops[0].UDP
 	for _, c := range []struct {
-		name string
-		want float64
+		name      string
+		got, want uint64
 	}{
-		{"uringrt_udp_sent_datagrams_total", 2 * segs},
-		{"uringrt_udp_received_datagrams_total", 2 * segs},
-		{"uringrt_udp_sent_bytes_total", float64(2 * len(msg))},
-		{"uringrt_udp_received_bytes_total", float64(2 * len(msg))},
+		{"SentDatagrams", u.SentDatagrams, 2 * segs},
+		{"ReceivedDatagrams", u.ReceivedDatagrams, 2 * segs},
+		{"SentBytes", u.SentBytes, uint64(2 * len(msg))},
+		{"ReceivedBytes", u.ReceivedBytes, uint64(2 * len(msg))},
 	} {
-		if got := f.sum(c.name); got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
 }
@@ -122,7 +122,7 @@ func TestUDPGSOAndGRO(t *testing.T) {
 // TestUDPMetrics: datagrams, bytes and truncations are counted per
 // direction.
 func TestUDPMetrics(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1})
+	rt := newMetricsRT(t, Config{Loops: 1})
 	a, err := rt.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -145,21 +145,19 @@ func TestUDPMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := gather(t, reg)
-	lint(t, reg)
+	u := rt.Stats().Loops[0].UDP
 	for _, c := range []struct {
-		name string
-		kv   []string
-		want float64
+		name      string
+		got, want uint64
 	}{
-		{"uringrt_udp_sent_datagrams_total", nil, count},
-		{"uringrt_udp_received_datagrams_total", nil, count},
-		{"uringrt_udp_sent_bytes_total", nil, count * 100},
-		{"uringrt_udp_received_bytes_total", nil, count * 40},
-		{"uringrt_udp_truncated_total", nil, count},
+		{"SentDatagrams", u.SentDatagrams, count},
+		{"ReceivedDatagrams", u.ReceivedDatagrams, count},
+		{"SentBytes", u.SentBytes, count * 100},
+		{"ReceivedBytes", u.ReceivedBytes, count * 40},
+		{"Truncated", u.Truncated, count},
 	} {
-		if got := f.sum(c.name, c.kv...); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.kv, got, c.want)
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
 }

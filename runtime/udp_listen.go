@@ -106,9 +106,9 @@ func (rt *Runtime) udpCheck(op, network string) error { // *net.OpError or nil
 // closed), or keeps uc under BackendStd. The PacketConn is closed with the
 // runtime.
 func (rt *Runtime) adoptUDP(uc *net.UDPConn, network, op string, connected bool) (*PacketConn, error) {
-	c := &PacketConn{rt: rt, connected: connected}
+	c := &PacketConn{rt: rt}
 	if rt.backend == BackendStd {
-		c.std = uc
+		c.sock = stdUDP{uc}
 	} else {
 		laddr, raddr := uc.LocalAddr(), uc.RemoteAddr()
 		fd, err := detachUDP(uc)
@@ -125,13 +125,14 @@ func (rt *Runtime) adoptUDP(uc *net.UDPConn, network, op string, connected bool)
 		if connected {
 			nfd.remot = raddr
 		}
-		c.fd, c.family = nfd, family
+		r := &ringUDP{fd: nfd, rt: rt, family: family, connected: connected}
 		if rt.cfg.UDPRecvMultishot {
-			c.ur = startUDPRing(nfd)
+			r.ur = startUDPRing(nfd)
 		}
-		if c.ur == nil {
+		if r.ur == nil {
 			nfd.start(true)
 		}
+		c.sock = r
 	}
 	rt.mu.Lock()
 	if rt.closed {

@@ -2,11 +2,9 @@ package uringrt
 
 import (
 	"encoding/binary"
-	"strconv"
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +16,7 @@ type udpLoop struct {
 }
 
 // udpStats are one loop's UDP counters, written by the goroutines of its
-// PacketConns and read at scrape time. I/O a caller does itself through
+// PacketConns and read by Runtime.Stats. I/O a caller does itself through
 // SyscallConn (x/net's recvmmsg batches, as quic-go reads) is not seen, so
 // not counted.
 type udpStats struct {
@@ -84,39 +82,4 @@ func segments(n int, oob []byte, typ int32) int {
 		oob = oob[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(oob)):]
 	}
 	return 1
-}
-
-var (
-	dUDPInDgrams  = desc("udp_received_datagrams_total", "UDP datagrams received by PacketConns (UDP_GRO-coalesced ones counted by segment).", "loop")
-	dUDPOutDgrams = desc("udp_sent_datagrams_total", "UDP datagrams sent by PacketConns (a UDP_SEGMENT send counted by segment).", "loop")
-	dUDPInBytes   = desc("udp_received_bytes_total", "UDP payload bytes received by PacketConns.", "loop")
-	dUDPOutBytes  = desc("udp_sent_bytes_total", "UDP payload bytes sent by PacketConns.", "loop")
-	dUDPTrunc     = desc("udp_truncated_total", "UDP datagrams received longer than the reader's buffer (MSG_TRUNC): the rest was discarded.", "loop")
-	dUDPPolled    = desc("udp_poll_waits_total", "PacketConn reads and writes that found EAGAIN at the nonblock try and parked on the loop's poll, by op: read or write.", "loop", "op")
-)
-
-// udpCollector exports the loops' udpStats.
-type udpCollector struct{ rt *Runtime }
-
-// Describe sends the UDP metrics' descriptors.
-func (c udpCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled} {
-		ch <- d
-	}
-}
-
-// Collect reads the loops' UDP counters.
-func (c udpCollector) Collect(ch chan<- prometheus.Metric) {
-	out := sink(ch)
-	for _, l := range c.rt.loops {
-		id := strconv.Itoa(l.id)
-		s := &l.udp
-		out.counter(dUDPInDgrams, s.inDatagrams.Load(), id)
-		out.counter(dUDPOutDgrams, s.outDatagrams.Load(), id)
-		out.counter(dUDPInBytes, s.inBytes.Load(), id)
-		out.counter(dUDPOutBytes, s.outBytes.Load(), id)
-		out.counter(dUDPTrunc, s.truncated.Load(), id)
-		out.counter(dUDPPolled, s.inPolled.Load(), id, "read")
-		out.counter(dUDPPolled, s.outPolled.Load(), id, "write")
-	}
 }

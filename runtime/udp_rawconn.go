@@ -7,19 +7,7 @@ import (
 	"syscall"
 )
 
-// SyscallConn returns the socket as a syscall.RawConn, as *net.UDPConn's
-// SyscallConn does: Control runs f with the descriptor (setsockopt and the
-// like); Read and Write run f until it returns true, and each time it
-// returns false (the call it made found EAGAIN) wait for readiness through
-// the loop's poll, so libraries doing their own nonblocking I/O on the
-// descriptor (golang.org/x/net/ipv4's recvmmsg batches, used by quic-go)
-// park instead of blocking a thread. Read and Write honour the deadlines
-// and Close, returning *net.OpError with Op "raw-read"/"raw-write"
-// ("raw-control" for Control after Close).
-func (c *PacketConn) SyscallConn() (syscall.RawConn, error) {
-	if c.std != nil {
-		return c.std.SyscallConn()
-	}
+func (c *ringUDP) SyscallConn() (syscall.RawConn, error) {
 	return packetRawConn{c}, nil
 }
 
@@ -27,7 +15,7 @@ func (c *PacketConn) SyscallConn() (syscall.RawConn, error) {
 var errUDPRawRead = fmt.Errorf("uringrt: RawConn.Read on a PacketConn under Config.UDPRecvMultishot: %w", errors.ErrUnsupported)
 
 // packetRawConn is a PacketConn's syscall.RawConn.
-type packetRawConn struct{ c *PacketConn }
+type packetRawConn struct{ c *ringUDP }
 
 // Control runs f with the descriptor, which stays open until f returns.
 func (r packetRawConn) Control(f func(fd uintptr)) error {

@@ -11,7 +11,7 @@ import (
 
 // readMsg reads one datagram: nonblock try, then park on the loop's poll.
 // call names the syscall in errors, as Go's net names it.
-func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string) (n, oobn, rflags int, err error) {
+func (c *ringUDP) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string) (n, oobn, rflags int, err error) {
 	c.fd.rmu.Lock()
 	defer c.fd.rmu.Unlock()
 	n, oobn, rflags, _, err = c.readMsgLocked(p, oob, flags, from, op, call, true)
@@ -20,7 +20,7 @@ func (c *PacketConn) readMsg(p, oob []byte, flags int, from *unix.RawSockaddrAny
 
 // readMsgLocked is readMsg with the read lock held. With park false it
 // does not wait: a socket with nothing queued gives ok false.
-func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string, park bool) (n, oobn, rflags int, ok bool, err error) {
+func (c *ringUDP) readMsgLocked(p, oob []byte, flags int, from *unix.RawSockaddrAny, op, call string, park bool) (n, oobn, rflags int, ok bool, err error) {
 	fd := c.fd
 	polled := false
 	for {
@@ -72,12 +72,7 @@ func (c *PacketConn) readMsgLocked(p, oob []byte, flags int, from *unix.RawSocka
 	}
 }
 
-// ReadFromUDPAddrPort reads one datagram into b and returns its length (at
-// most len(b); the rest of a longer datagram is discarded) and sender.
-func (c *PacketConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	if c.std != nil {
-		return c.std.ReadFromUDPAddrPort(b)
-	}
+func (c *ringUDP) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 	var from unix.RawSockaddrAny
 	n, _, _, err := c.readMsg(b, nil, 0, &from, "read", "recvfrom")
 	if err != nil {
@@ -87,11 +82,7 @@ func (c *PacketConn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) 
 	return n, ap, nil
 }
 
-// ReadFromUDP is ReadFromUDPAddrPort with the sender as *net.UDPAddr.
-func (c *PacketConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
-	if c.std != nil {
-		return c.std.ReadFromUDP(b)
-	}
+func (c *ringUDP) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 	var from unix.RawSockaddrAny
 	n, _, _, err := c.readMsg(b, nil, 0, &from, "read", "recvfrom")
 	if err != nil {
@@ -100,24 +91,7 @@ func (c *PacketConn) ReadFromUDP(b []byte) (int, *net.UDPAddr, error) {
 	return n, rawUDPAddr(&from), nil
 }
 
-// ReadFrom implements net.PacketConn: ReadFromUDP with a net.Addr (a
-// *net.UDPAddr).
-func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, a, err := c.ReadFromUDP(b)
-	if a == nil {
-		return n, nil, err
-	}
-	return n, a, err
-}
-
-// ReadMsgUDPAddrPort reads one datagram into b and its control messages
-// into oob (IP_PKTINFO, IP_TOS, UDP_GRO, ... as enabled on the socket).
-// flags are the kernel's msg_flags: MSG_TRUNC when the datagram was longer
-// than b, MSG_CTRUNC when oob was too short.
-func (c *PacketConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
-	if c.std != nil {
-		return c.std.ReadMsgUDPAddrPort(b, oob)
-	}
+func (c *ringUDP) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr netip.AddrPort, err error) {
 	var from unix.RawSockaddrAny
 	n, oobn, flags, err = c.readMsg(b, oob, 0, &from, "read", "recvmsg")
 	if err != nil {
@@ -127,11 +101,7 @@ func (c *PacketConn) ReadMsgUDPAddrPort(b, oob []byte) (n, oobn, flags int, addr
 	return n, oobn, flags, addr, nil
 }
 
-// ReadMsgUDP is ReadMsgUDPAddrPort with the sender as *net.UDPAddr.
-func (c *PacketConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
-	if c.std != nil {
-		return c.std.ReadMsgUDP(b, oob)
-	}
+func (c *ringUDP) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
 	var from unix.RawSockaddrAny
 	n, oobn, flags, err = c.readMsg(b, oob, 0, &from, "read", "recvmsg")
 	if err != nil {
@@ -140,12 +110,7 @@ func (c *PacketConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UD
 	return n, oobn, flags, rawUDPAddr(&from), nil
 }
 
-// Read reads one datagram on a connected socket (see ReadFromUDP).
-// Read(nil) returns 0, nil at once, as *net.UDPConn's does.
-func (c *PacketConn) Read(b []byte) (int, error) {
-	if c.std != nil {
-		return c.std.Read(b)
-	}
+func (c *ringUDP) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		if c.fd.closing.Load() {
 			return 0, c.opErr("read", nil, net.ErrClosed)

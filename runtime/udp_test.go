@@ -135,46 +135,6 @@ func mustListen(t *testing.T, s udpSide, network, addr string) udpConn {
 	return c
 }
 
-// stdPeer is the other end of every script: a Go net socket.
-func stdPeer(t *testing.T, network, addr string) *net.UDPConn {
-	t.Helper()
-	pc, err := net.ListenPacket(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	return pc.(*net.UDPConn)
-}
-
-func udpAddrOf(c net.PacketConn) *net.UDPAddr { return c.LocalAddr().(*net.UDPAddr) }
-
-// loopbackTo is the address to send to c's port on 127.0.0.1.
-func loopbackTo(c net.PacketConn) *net.UDPAddr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: udpAddrOf(c).Port}
-}
-
-// sameAddr says whether a received sender address is the peer's (an
-// AF_INET6 socket sees IPv4 senders IPv4-mapped).
-func sameAddr(got net.Addr, peer *net.UDPAddr) bool {
-	ua, ok := got.(*net.UDPAddr)
-	if !ok || ua == nil {
-		return false
-	}
-	return ua.Port == peer.Port && ua.IP.Equal(peer.IP)
-}
-
-// payload is a datagram of n bytes numbered seq.
-func payload(seq, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(seq*7 + i)
-	}
-	if n >= 4 {
-		binary.BigEndian.PutUint32(b, uint32(seq))
-	}
-	return b
-}
-
 const udpScriptTimeout = 10 * time.Second
 
 var udpScripts = []udpScript{
@@ -593,7 +553,7 @@ func TestUDPRuntimeCloseClosesPacketConn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if multishot && pc.ur == nil {
+			if multishot && udpRingOf(pc) == nil {
 				t.Log("kernel without multishot recvmsg: the nonblock path is tested twice")
 			}
 			done := make(chan error, 1)
@@ -644,13 +604,13 @@ func TestUDPUnknownNetwork(t *testing.T) {
 // and is re-armed), with their control messages; SyscallConn's Read says
 // it is unsupported.
 func TestUDPMultishotRecvmsg(t *testing.T) {
-	rt, reg := newMetricsRT(t, Config{Loops: 1, UDPRecvMultishot: true})
+	rt := newMetricsRT(t, Config{Loops: 1, UDPRecvMultishot: true})
 	pc, err := rt.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if pc.ur == nil {
+	if udpRingOf(pc) == nil {
 		t.Skip("kernel without multishot recvmsg into a provided buffer ring (6.0+)")
 	}
 	rc, _ := pc.SyscallConn()
@@ -682,10 +642,11 @@ func TestUDPMultishotRecvmsg(t *testing.T) {
 		}
 	}
 	// 80 datagrams into 16 buffers: the multishot ran out at least once.
-	if v := gather(t, reg).sum("uringrt_buffer_ring_exhausted_total"); v < 1 {
-		t.Errorf("uringrt_buffer_ring_exhausted_total = %v, want >= 1", v)
+	l := rt.Stats().Loops[0]
+	if v := l.BufferRingExhausted; v < 1 {
+		t.Errorf("BufferRingExhausted = %v, want >= 1", v)
 	}
-	if v := gather(t, reg).sum("uringrt_udp_received_datagrams_total"); v != count {
-		t.Errorf("uringrt_udp_received_datagrams_total = %v, want %d", v, count)
+	if v := l.UDP.ReceivedDatagrams; v != count {
+		t.Errorf("UDP.ReceivedDatagrams = %v, want %d", v, count)
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // writeMsg sends one datagram to to (nil: the connected peer).
-func (c *PacketConn) writeMsg(p, oob []byte, to *udpSockaddr, addr net.Addr, op, call string) (int, error) {
+func (c *ringUDP) writeMsg(p, oob []byte, to *udpSockaddr, addr net.Addr, op, call string) (int, error) {
 	fd := c.fd
 	fd.wmu.Lock()
 	defer fd.wmu.Unlock()
@@ -41,12 +41,7 @@ func (c *PacketConn) writeMsg(p, oob []byte, to *udpSockaddr, addr net.Addr, op,
 	return n, nil
 }
 
-// WriteToUDPAddrPort sends b as one datagram to addr. It returns len(b) or
-// an error; on a connected socket it fails with net.ErrWriteToConnected.
-func (c *PacketConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
-	if c.std != nil {
-		return c.std.WriteToUDPAddrPort(b, addr)
-	}
+func (c *ringUDP) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	ua := net.UDPAddrFromAddrPort(addr)
 	if c.connected {
 		return 0, c.opErr("write", ua, net.ErrWriteToConnected)
@@ -58,11 +53,7 @@ func (c *PacketConn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, err
 	return c.writeMsg(b, nil, &to, ua, "write", "sendto")
 }
 
-// WriteToUDP is WriteToUDPAddrPort with addr as *net.UDPAddr.
-func (c *PacketConn) WriteToUDP(b []byte, addr *net.UDPAddr) (int, error) {
-	if c.std != nil {
-		return c.std.WriteToUDP(b, addr)
-	}
+func (c *ringUDP) WriteToUDP(b []byte, addr *net.UDPAddr) (int, error) {
 	if c.connected {
 		return 0, c.opErr("write", addr, net.ErrWriteToConnected)
 	}
@@ -79,12 +70,7 @@ func (c *PacketConn) WriteToUDP(b []byte, addr *net.UDPAddr) (int, error) {
 // errMissingAddress is Go's net's error for a write with no address.
 var errMissingAddress = &net.AddrError{Err: "missing address"}
 
-// WriteTo implements net.PacketConn: addr must be a *net.UDPAddr
-// (otherwise EINVAL, as *net.UDPConn answers).
-func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if c.std != nil {
-		return c.std.WriteTo(b, addr)
-	}
+func (c *ringUDP) WriteTo(b []byte, addr net.Addr) (int, error) {
 	a, ok := addr.(*net.UDPAddr)
 	if !ok {
 		return 0, c.opErr("write", addr, syscall.EINVAL)
@@ -92,15 +78,7 @@ func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return c.WriteToUDP(b, a)
 }
 
-// WriteMsgUDPAddrPort sends b as one datagram with the control messages in
-// oob (IP_PKTINFO for the source address, IP_TOS, UDP_SEGMENT for GSO:
-// one sendmsg then leaves as several datagrams of that size). On a
-// connected socket addr must be the zero AddrPort; on an unconnected one
-// it is required. It returns len(b) and len(oob), or an error.
-func (c *PacketConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oobn int, err error) {
-	if c.std != nil {
-		return c.std.WriteMsgUDPAddrPort(b, oob, addr)
-	}
+func (c *ringUDP) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n, oobn int, err error) {
 	var ua net.Addr
 	if addr.IsValid() {
 		ua = net.UDPAddrFromAddrPort(addr)
@@ -125,12 +103,7 @@ func (c *PacketConn) WriteMsgUDPAddrPort(b, oob []byte, addr netip.AddrPort) (n,
 	return n, len(oob), nil
 }
 
-// WriteMsgUDP is WriteMsgUDPAddrPort with addr as *net.UDPAddr (nil on a
-// connected socket).
-func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
-	if c.std != nil {
-		return c.std.WriteMsgUDP(b, oob, addr)
-	}
+func (c *ringUDP) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
 	if addr == nil {
 		return c.WriteMsgUDPAddrPort(b, oob, netip.AddrPort{})
 	}
@@ -148,11 +121,6 @@ func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int,
 	return n, len(oob), nil
 }
 
-// Write sends b as one datagram on a connected socket; on an unconnected
-// one it fails with EDESTADDRREQ, as *net.UDPConn's does.
-func (c *PacketConn) Write(b []byte) (int, error) {
-	if c.std != nil {
-		return c.std.Write(b)
-	}
+func (c *ringUDP) Write(b []byte) (int, error) {
 	return c.writeMsg(b, nil, nil, nil, "write", "write")
 }

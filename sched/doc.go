@@ -47,5 +47,6 @@
 // Each worker counts works run, cancelled, panics and batches (with a
 // power-of-two histogram of batch sizes) in its own fields and publishes
 // them with plain atomic stores on cache lines no other worker writes; Stats
-// reads them and NewCollector exports them to Prometheus at scrape time.
+// reads them, and package runtime/uringprom's NewPoolCollector exports them
+// to Prometheus at scrape time (this package links no metrics library).
 package sched

@@ -8,8 +8,8 @@ type Options struct {
 	// runtime.GOMAXPROCS(0).
 	Workers int
 	// Name labels the worker goroutines for pprof (labels "sched.pool" and
-	// "sched.worker"). It does not name metrics; NewCollector takes its
-	// own label.
+	// "sched.worker"). It does not name metrics; uringprom.NewPoolCollector
+	// takes its own label.
 	Name string
 	// OnPanic, if not nil, is called on the worker goroutine after a work
 	// panicked, with the recovered value and the stack of the panic. The

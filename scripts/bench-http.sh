@@ -6,6 +6,8 @@
 #   scripts/bench-http.sh                       # all workloads, 3 rounds, 5 s each
 #   WORKLOADS="http-ka resp" ROUNDS=5 DUR=10 scripts/bench-http.sh
 #   BACKENDS="std uring uring-locked" WORKLOADS=h2 scripts/bench-http.sh
+#   RATE=20000 WORKLOADS="http-ka h2" scripts/bench-http.sh  # a fixed offered load (h2load --rps)
+#   PIN=0 scripts/bench-http.sh                  # unpinned, the default GOMAXPROCS (as users run)
 #   BACKENDS="std uring:/tmp/old/bin uring" scripts/bench-http.sh   # A/B: /tmp/old/bin
 #       holds http-server and resp-server built at another commit (a
 #       previous run's $OUT/bin will do)
@@ -17,6 +19,14 @@
 #   h2          net/http HTTP/2 over crypto/tls, h2load -t1 -c32 -m10
 #   resp        tidwall/redcon, redis-benchmark -c50 -t set,get (no pipelining)
 # Needs wrk, h2load (Debian nghttp2-client) and redis-benchmark (redis-tools).
+#
+# RATE=N (requests/s in total) runs http-ka and h2 at a fixed offered load
+# with h2load --rps (http-ka over HTTP/1.1: h2load --h1), so every server
+# does the same work and CPU per request compares what each pays for it at
+# that load; the summary then also shows h2load's mean and max request time
+# ("lat"), since wrk and redis-benchmark cannot hold a rate, other workloads
+# run closed loop. PIN=0 runs server and client unpinned with Go's default
+# GOMAXPROCS (the machine's cores) and uringrt's default loops.
 #
 # Server CPU per request comes from /proc/PID/stat (utime+stime) read just
 # before and after the client's run. Every server is stopped by its own PID.
@@ -32,6 +42,9 @@ ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 CONNS=${CONNS:-200}
 PORT=${PORT:-17620}
+RATE=${RATE:-}
+PIN=${PIN:-1}
+if [[ $PIN == 1 ]]; then CLI=(taskset -c 1); SRV=(taskset -c 0); GMP=1; else CLI=(); SRV=(); GMP=$(nproc); fi
 OUT=${OUT:-/tmp/bench-http-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT/bin"
 RAW=$OUT/raw.txt
@@ -63,25 +76,34 @@ wait_port() {
 	return 1
 }
 
-# run_client WORKLOAD -> prints "requests rps"
+# run_client WORKLOAD -> prints "requests rps [mean_ms max_ms]"
 run_client() {
 	local url=http://127.0.0.1:$PORT/ out
+	if [[ -n $RATE && ($1 == http-ka || $1 == h2) ]]; then
+		# h2load's --rps is per client: 32 clients share RATE.
+		local c=32 h1=() scheme=https
+		[[ $1 == http-ka ]] && h1=(--h1) scheme=http
+		out=$("${CLI[@]}" h2load "${h1[@]}" -t1 -c$c -m1 --rps=$((RATE / c)) -D "$DUR" --warm-up-time=1 "$scheme://127.0.0.1:$PORT/")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '/^finished in/{gsub(",","",$4); s=$4} /^requests:/{r=$8} /^time for request:/{max=$5; mean=$6} END{print r, s, mean, max}'
+		return
+	fi
 	case $1 in
 	http-ka)
-		out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" "$url")
+		out=$("${CLI[@]}" wrk -t1 -c"$CONNS" -d"${DUR}s" "$url")
 		echo "$out" >>"$OUT/clients.log"
 		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
 	http-close)
-		out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -H 'Connection: close' "$url")
+		out=$("${CLI[@]}" wrk -t1 -c"$CONNS" -d"${DUR}s" -H 'Connection: close' "$url")
 		echo "$out" >>"$OUT/clients.log"
 		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
 	h2)
-		out=$(taskset -c 1 h2load -t1 -c32 -m10 -D "$DUR" --warm-up-time=1 "https://127.0.0.1:$PORT/")
+		out=$("${CLI[@]}" h2load -t1 -c32 -m10 -D "$DUR" --warm-up-time=1 "https://127.0.0.1:$PORT/")
 		echo "$out" >>"$OUT/clients.log"
 		echo "$out" | awk '/^finished in/{gsub(",","",$4); s=$4} /^requests:/{r=$8} END{print r, s}' ;;
 	resp)
 		local n=$((DUR * 40000))
-		out=$(taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$PORT" -c 50 -n "$n" -t set,get --csv)
+		out=$("${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$PORT" -c 50 -n "$n" -t set,get --csv)
 		echo "$out" >>"$OUT/clients.log"
 		# two tests of n requests each; rps: the mean of SET's and GET's
 		echo "$out" | awk -F'"' -v n="$n" '/^"(SET|GET)"/{s+=$4; k++} END{print 2*n, s/k}' ;;
@@ -100,15 +122,16 @@ for w in $WORKLOADS; do
 			h2) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk -tls) ;;
 			*) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
 			esac
-			GOMAXPROCS=1 taskset -c 0 "${cmd[@]}" 2>>"$OUT/servers.log" &
+			[[ $PIN == 1 ]] || cmd+=(-loops 0)
+			GOMAXPROCS=$GMP "${SRV[@]}" "${cmd[@]}" 2>>"$OUT/servers.log" &
 			SPID=$!
 			wait_port
 			t0=$(cpu_ticks $SPID)
-			read -r reqs rps < <(run_client "$w")
+			read -r reqs rps mean max < <(run_client "$w")
 			t1=$(cpu_ticks $SPID)
 			cleanup
 			us=$(awk -v d=$((t1 - t0)) -v c="$CLK" -v n="$reqs" 'BEGIN{ if (n > 0) printf "%.2f", d * 1e6 / c / n; else print "nan" }')
-			line="workload=$w backend=$b round=$r requests=$reqs rps=$rps srv_us_per_req=$us"
+			line="workload=$w backend=$b round=$r requests=$reqs rps=$rps srv_us_per_req=$us${mean:+ mean=$mean max=$max}"
 			echo "$line" | tee -a "$RAW" >&2
 			sleep 1
 		done

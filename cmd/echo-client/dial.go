@@ -15,7 +15,7 @@ func dialAll(ctx context.Context, cfg config) ([]net.Conn, error) {
 	conns := make([]net.Conn, cfg.conns)
 	d := net.Dialer{Timeout: cfg.dialTimeout}
 	firstErr := dialEach(ctx, cfg, func(ctx context.Context, i int) error {
-		c, err := d.DialContext(ctx, "tcp", cfg.addr)
+		c, err := d.DialContext(ctx, cfg.network, cfg.addr)
 		if err != nil {
 			return err
 		}

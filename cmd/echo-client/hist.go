@@ -16,6 +16,7 @@ const (
 // goroutine while recording (no locks, no allocation) and merged at the end.
 type histogram struct {
 	counts [histBuckets]uint64
+	max    int64  // the largest value recorded, exact
 	n      uint64 // set by merge; record leaves it alone to touch one line
 }
 
@@ -49,6 +50,9 @@ func bucketMax(i int) int64 {
 // record adds one value.
 func (h *histogram) record(v int64) {
 	h.counts[bucketOf(v)]++
+	if v > h.max {
+		h.max = v
+	}
 }
 
 // merge adds the counts of o to h.
@@ -57,10 +61,12 @@ func (h *histogram) merge(o *histogram) {
 		h.counts[i] += c
 		h.n += c
 	}
+	h.max = max(h.max, o.max)
 }
 
 // quantile returns the upper bound of the bucket holding the value of rank
-// ceil(q*n) (the q-quantile, q in [0,1]), or 0 for an empty histogram.
+// ceil(q*n) (the q-quantile, q in [0,1]), but never more than the largest
+// value recorded, or 0 for an empty histogram.
 func (h *histogram) quantile(q float64) int64 {
 	if h.n == 0 {
 		return 0
@@ -76,8 +82,8 @@ func (h *histogram) quantile(q float64) int64 {
 	for i, c := range h.counts {
 		seen += c
 		if seen >= rank {
-			return bucketMax(i)
+			return min(bucketMax(i), max(h.max, 0))
 		}
 	}
-	return bucketMax(histBuckets - 1)
+	return min(bucketMax(histBuckets-1), max(h.max, 0))
 }

@@ -1,12 +1,18 @@
 // Command echo-client is the load generator of the uringrt echo benchmark.
 //
-// It opens -c connections to an echo server and runs closed-loop ping-pong
-// on each (one goroutine per connection, -depth messages in flight), checks
-// every echoed byte, and after a warm-up measures throughput and latency for
-// -d. It prints one summary line (or one JSON object with -json):
+// It opens -c connections to an echo server (-addr host:port, or a unix
+// socket path), checks every echoed byte, and after a warm-up measures
+// throughput and latency for -d. By default it runs a closed loop on each
+// connection (-depth messages in flight, the next sent when an echo
+// returns) and prints one summary line (or one JSON object with -json):
 //
 //	tps=N p50_us=N p99_us=N p999_us=N errors=N conns=N [client_cpu_ns_per_msg=N]
 //	    [server_cpu_ns_per_msg=N server_ctxsw_per_1k=F] [cqes_per_enter=F]
+//
+// With -rate it runs an open loop instead, as wrk2 does: messages are due
+// at that total rate whatever the server does, and latency counts from each
+// message's due time (openloop.go); the line then also has p90, p99.99 and
+// max, the achieved rates and how far the client itself fell behind.
 //
 // The server fields need -server-pid, cqes_per_enter needs -metrics-url.
 // Exit status: 0 ok, 1 on a connection error or echo mismatch, 2 on bad flags.

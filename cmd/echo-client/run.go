@@ -1,16 +1,16 @@
 package main
 
 import (
-	"log/slog"
-
 	"context"
 	"fmt"
-	"github.com/uringrt/uringrt/runtime"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/uringrt/uringrt/runtime"
 )
 
 // maxErrorLines bounds how many connection errors are printed one by one.
@@ -19,7 +19,8 @@ const maxErrorLines = 10
 // sample is the state of the run at one edge of the measured window.
 type sample struct {
 	at      time.Time
-	msgs    uint64
+	msgs    uint64 // echoes checked since the start
+	sent    uint64 // open loop: messages sent since the start
 	cpu     time.Duration
 	proc    procSample
 	procErr error
@@ -50,61 +51,37 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			logf("further connection errors are counted, not shown")
 		}
 	}
-	var (
-		workers []*worker
-		allDone <-chan struct{}
-		stopAll func()
-	)
 	rt, err := newClientRuntime(cfg)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if rt != nil && cfg.network != "udp" {
-		e, ws, err := startUring(ctx, rt, s, cfg)
-		if err != nil {
-			logf("%v", err)
-			return 1
-		}
-		workers, allDone, stopAll = ws, e.done, e.stop
-	} else {
-		// With -network udp on io_uring the PacketConns live on rt, which
-		// is closed after them (its loop thread, ring and eventfd).
-		closeRT := func() {
-			if rt != nil {
-				rt.Close()
-			}
-		}
-		conns, err := dialConns(ctx, cfg, rt)
-		if err != nil {
-			closeRT()
-			logf("%v", err)
-			return 1
-		}
-		var wg *sync.WaitGroup
-		workers, allDone, wg = startWorkers(s, conns, cfg)
-		stopAll = func() {
-			for _, c := range conns {
-				c.Close()
-			}
-			wg.Wait()
-			closeRT()
-		}
+	dialStart := time.Now()
+	eng, err := startEngine(ctx, cfg, s, rt)
+	if err != nil {
+		logf("%v", err)
+		return 1
 	}
+	logf("%d connections open in %.2fs", cfg.conns, time.Since(dialStart).Seconds())
+	workers, allDone := eng.workers, eng.allDone
 	stopProgress := startProgress(s, workers, logf)
 
 	interrupted := !wait(ctx, allDone, cfg.warmup)
 	s.phase.Store(phaseMeasure)
-	start := takeSample(ctx, cfg, workers)
+	start := takeSample(ctx, cfg, s, workers)
 	if !interrupted {
 		interrupted = !wait(ctx, allDone, cfg.duration)
 	}
-	end := takeSample(ctx, cfg, workers)
+	end := takeSample(ctx, cfg, s, workers)
 	s.phase.Store(phaseStop)
-	stopAll()
+	eng.stop()
 	stopProgress()
 
 	sum := summarize(cfg, s, workers, start, end, logf)
+	if eng.open != nil {
+		sched, late := eng.open()
+		sum.addOpen(cfg, s, sched, late, start, end, logf)
+	}
 	if err := sum.write(stdout, cfg.json); err != nil {
 		logf("writing the summary: %v", err)
 		return 1
@@ -117,6 +94,59 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// engine is a started run: its workers, a channel closed when all have
+// ended, stop (closes everything; the counters are final after it), and
+// in open loop the schedule and the client's lateness (after stop).
+type engine struct {
+	workers []*worker
+	allDone <-chan struct{}
+	stop    func()
+	open    func() (*schedule, *lateness)
+}
+
+// startEngine dials and starts the traffic: on the uring loop through the
+// callback API (rt non-nil, TCP or unix), or a goroutine per connection on
+// Go's net or, with -network udp, on rt's PacketConns.
+func startEngine(ctx context.Context, cfg config, s *runState, rt *uringrt.Runtime) (*engine, error) {
+	if rt != nil && cfg.network != "udp" {
+		e, ws, err := startUring(ctx, rt, s, cfg)
+		if err != nil {
+			return nil, err
+		}
+		eng := &engine{workers: ws, allDone: e.done, stop: e.stop}
+		if o := e.open; o != nil {
+			eng.open = func() (*schedule, *lateness) { return o.schedule.Load(), &o.late }
+		}
+		return eng, nil
+	}
+	// With -network udp on io_uring the PacketConns live on rt, which
+	// is closed after them (its loop thread, ring and eventfd).
+	closeRT := func() {
+		if rt != nil {
+			rt.Close()
+		}
+	}
+	conns, err := dialConns(ctx, cfg, rt)
+	if err != nil {
+		closeRT()
+		return nil, err
+	}
+	if cfg.rate > 0 {
+		e, ws, allDone := startNetOpen(s, conns, cfg)
+		return &engine{workers: ws, allDone: allDone,
+			stop: func() { e.stopAll(); closeRT() },
+			open: func() (*schedule, *lateness) { return e.sched, &e.late }}, nil
+	}
+	ws, allDone, wg := startWorkers(s, conns, cfg)
+	return &engine{workers: ws, allDone: allDone, stop: func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+		closeRT()
+	}}, nil
 }
 
 // startWorkers starts one goroutine per connection. allDone is closed when
@@ -197,8 +227,8 @@ func startProgress(s *runState, workers []*worker, logf func(string, ...any)) (s
 
 // takeSample reads everything measured at an edge of the window: the
 // message count first, then CPU times, then the server's metrics.
-func takeSample(ctx context.Context, cfg config, workers []*worker) sample {
-	sm := sample{at: time.Now(), msgs: totalDone(workers), cpu: selfCPU()}
+func takeSample(ctx context.Context, cfg config, s *runState, workers []*worker) sample {
+	sm := sample{at: time.Now(), msgs: totalDone(workers), sent: s.sent.Load(), cpu: selfCPU()}
 	if cfg.serverPID > 0 {
 		sm.proc, sm.procErr = readProc(cfg.serverPID)
 	}
@@ -229,6 +259,10 @@ func summarize(cfg config, s *runState, workers []*worker, start, end sample, lo
 	}
 	if secs > 0 {
 		sum.TPS = int64(float64(msgs)/secs + 0.5)
+	}
+	if cfg.rate > 0 {
+		p90, p9999, mx := usOf(h.quantile(0.90)), usOf(h.quantile(0.9999)), usOf(h.max)
+		sum.P90us, sum.P9999us, sum.MaxUs = &p90, &p9999, &mx
 	}
 	if msgs == 0 {
 		return sum

@@ -28,6 +28,12 @@ func startServer(t *testing.T, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, ln, handle)
+}
+
+// serveOn is startServer on a listener of the caller's.
+func serveOn(t *testing.T, ln net.Listener, handle func(net.Conn)) string {
+	t.Helper()
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -306,6 +312,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-c", "x"}, `invalid value "x" for flag -c`},
 		{[]string{"-nosuch"}, "flag provided but not defined: -nosuch"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-rate", "-1"}, "-rate must be >= 0"},
+		{[]string{"-rate", "NaN"}, "-rate must be >= 0"},
+		{[]string{"-rate", "0.1", "-c", "1000"}, "-rate must give each connection at least one message an hour"},
+		{[]string{"-rate", "1000", "-late-after", "0s"}, "-late-after must be > 0"},
+		{[]string{"-rate", "1000", "-network", "udp"}, "-rate (open loop) needs -network tcp"},
+		{[]string{"-addr", "/tmp/echo.sock", "-network", "udp"}, "-network udp needs a host:port -addr"},
+		{[]string{"-addr", "unix:"}, "-addr must not be empty"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
@@ -318,7 +331,8 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if _, err := parseFlags([]string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-dial-concurrency") {
+	if _, err := parseFlags([]string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-dial-concurrency") ||
+		!strings.Contains(stderr.String(), "Open loop (-rate R") {
 		t.Errorf("-h: err %v, usage %q", err, stderr.String())
 	}
 	cfg, err := parseFlags(nil, io.Discard)

@@ -25,6 +25,7 @@ type runState struct {
 	errors atomic.Int64
 	base   time.Time // monotonic origin of the workers' clocks
 	errOut func(string)
+	sent   atomic.Uint64 // open loop: messages put on the wire
 }
 
 // now returns nanoseconds since s.base on the monotonic clock.

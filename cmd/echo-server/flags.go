@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -123,7 +123,7 @@ const (
 // /proc reads and the descriptor a connection over the cap holds between
 // accept and close.
 func fdHeadroom() int {
-	return metricsMaxConnsDefault + 2*goruntime.GOMAXPROCS(0) + 32
+	return metricsMaxConnsDefault + 2*runtime.GOMAXPROCS(0) + 32
 }
 
 // nofileLimit is the soft RLIMIT_NOFILE (Go raises it to the hard limit at

@@ -30,6 +30,7 @@ import (
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/runtime/experiment"
+	"github.com/uringrt/uringrt/runtime/uringprom"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -156,16 +157,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend},
 	}
 	o.limits.apply(&cfg)
+	if !o.lockedLoops && (o.batch == "off" || o.idlePoll > 0 || o.dedicated) {
+		// Batched waiting, the idle poll and a held P are how a locked
+		// loop waits; a loop parked in Go's netpoller has none of them.
+		fmt.Fprintln(stderr, "echo-server: -batch off, -idle-poll and -dedicated apply to locked loops: add -locked-loops")
+		return 2
+	}
 	if o.batch == "off" {
 		cfg.WaitBatch = experiment.WaitBatchOff
 	}
-	if o.metricsAddr != "" {
-		cfg.Registerer = reg
-	}
+	cfg.Metrics = o.metricsAddr != ""
 	rt, err := uringrt.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "echo-server: %v\n", err)
 		return 1
+	}
+	if cfg.Metrics {
+		if err := uringprom.Register(reg, rt); err != nil {
+			rt.Close()
+			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
+			return 1
+		}
 	}
 	if o.network == "udp" {
 		return runUDP(rt, o, reg, logger, stderr)

@@ -1,22 +1,42 @@
-package sched
+package uringprom
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/uringrt/uringrt/sched"
 )
 
-func TestCollectorLint(t *testing.T) {
-	for _, k := range kinds {
+var poolKinds = []struct {
+	name string
+	new  func(sched.Options) sched.Pool
+}{
+	{"fixed", func(o sched.Options) sched.Pool { return sched.NewFixed(o) }},
+	{"shared", func(o sched.Options) sched.Pool { return sched.NewShared(o) }},
+}
+
+func drain(t *testing.T, p sched.Pool) {
+	t.Helper()
+	if err := p.Close(context.Background(), sched.Drain); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPoolCollectorLint(t *testing.T) {
+	for _, k := range poolKinds {
 		t.Run(k.name, func(t *testing.T) {
-			p := k.new(Options{Workers: 2})
+			p := k.new(sched.Options{Workers: 2})
 			for i := 0; i < 100; i++ {
-				must(t, p.Go(func() {}))
+				if err := p.Go(func() {}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			closePool(t, p, Drain)
-			c := NewCollector(p, k.name)
+			drain(t, p)
+			c := NewPoolCollector(p, k.name)
 			problems, err := testutil.CollectAndLint(c)
 			if err != nil {
 				t.Fatal(err)
@@ -25,7 +45,9 @@ func TestCollectorLint(t *testing.T) {
 				t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
 			}
 			reg := prometheus.NewPedanticRegistry()
-			must(t, reg.Register(c))
+			if err := reg.Register(c); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := reg.Gather(); err != nil {
 				t.Fatal(err)
 			}
@@ -41,12 +63,14 @@ func TestCollectorLint(t *testing.T) {
 	}
 }
 
-func TestCollectorValues(t *testing.T) {
-	p := NewFixed(Options{Workers: 2})
+func TestPoolCollectorValues(t *testing.T) {
+	p := sched.NewFixed(sched.Options{Workers: 2})
 	for i := 0; i < 6; i++ {
-		must(t, p.Go(func() {}))
+		if err := p.Go(func() {}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	closePool(t, p, Drain)
+	drain(t, p)
 	const want = `
 # HELP uringrt_worker_works_run_total Works whose function the worker called, including ones that panicked.
 # TYPE uringrt_worker_works_run_total counter
@@ -57,14 +81,17 @@ uringrt_worker_works_run_total{pool="p",worker="1"} 3
 uringrt_worker_queue_depth{pool="p",worker="0"} 0
 uringrt_worker_queue_depth{pool="p",worker="1"} 0
 `
-	err := testutil.CollectAndCompare(NewCollector(p, "p"), strings.NewReader(want),
+	err := testutil.CollectAndCompare(NewPoolCollector(p, "p"), strings.NewReader(want),
 		"uringrt_worker_works_run_total", "uringrt_worker_queue_depth")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The histogram counts every batch once: its count equals the sum of
-	// Batches and its sum the 6 works.
-	if n := sum(p.Stats(), func(w WorkerStats) uint64 { return w.BatchSizeSum }); n != 6 {
+	// The histogram counts every batch once: its sum is the 6 works.
+	var n uint64
+	for _, w := range p.Stats().Workers {
+		n += w.BatchSizeSum
+	}
+	if n != 6 {
 		t.Fatalf("batch size sum %d, want 6", n)
 	}
 }
