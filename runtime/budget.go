@@ -64,9 +64,10 @@ func (rt *Runtime) recvLimitFailed() bool {
 
 // loopBudget is a loop's share (the counters are read at scrape time).
 type loopBudget struct {
-	held   atomic.Int64     // chunk bytes held by this loop's queues
-	pauses [2]atomic.Uint64 // by reason
-	over   bool             // loop-owned: a queue grew while the runtime was over the cap
+	held    atomic.Int64     // chunk bytes held by this loop's queues
+	flushes uint32           // loop-owned: flushCB calls (one per iteration)
+	pauses  [2]atomic.Uint64 // by reason
+	over    bool             // loop-owned: a queue grew while the runtime was over the cap
 }
 
 // budgetAdd accounts d bytes of chunk capacity taken (d > 0) or returned.
@@ -108,27 +109,53 @@ func (c *CallbackConn) afterQueue() {
 	}
 }
 
-// readPauseMax is the most output a connection may have queued and still
-// be read (bytes), whatever MaxWriteBuffer: a peer that sends and does not
-// read then costs the server about this plus one recv arm, as a net.Conn
-// server's copy buffer does, not MaxWriteBuffer.
-const readPauseMax = 64 << 10
+// readPauseMax is the most output a connection whose peer is not keeping
+// up (stalled) may have queued and still be read (bytes), whatever
+// MaxWriteBuffer: a peer that sends and does not read then costs the
+// server about this plus one recv arm, as a net.Conn server's copy buffer
+// does, not MaxWriteBuffer.
+const readPauseMax = 32 << 10
 
-// pauseMark is the queued output (bytes) over which c stops reading:
-// half of MaxWriteBuffer, at most readPauseMax, so that what a paused
-// recv still delivers fits under MaxWriteBuffer (recvRoom).
+// stalled reports that c's peer is not taking the bytes as fast as they
+// come: the socket's send buffer is full (the last send was short), or a
+// send is still in flight after a whole loop iteration (a flush and a
+// wait). A peer that reads has each send complete, whole, by the next
+// reap.
+func (c *CallbackConn) stalled() bool {
+	return c.sendShort || c.sendOp.armed && c.l.budget.flushes != c.sendSince
+}
+
+// pauseMark is the queued output (bytes) over which c stops reading: half
+// of MaxWriteBuffer, and at most readPauseMax once its peer stalls, so
+// that what a paused recv still delivers fits under MaxWriteBuffer
+// (recvRoom) and a slow reader holds little.
 func (c *CallbackConn) pauseMark() int {
-	return min(c.l.rt.cfg.MaxWriteBuffer/2, readPauseMax)
+	mark := c.l.rt.cfg.MaxWriteBuffer / 2
+	if c.stalled() {
+		mark = min(mark, readPauseMax)
+	}
+	return mark
+}
+
+// resumeMark is the queued output under which a paused c reads again.
+func (c *CallbackConn) resumeMark() int {
+	return min(c.l.rt.cfg.MaxWriteBuffer/4, readPauseMax/2)
 }
 
 // recvRoom is the byte limit of c's next multishot recv arm: recvLimit,
-// or less when c's queue leaves less room under MaxWriteBuffer, so that a
-// handler writing what it reads (an echo, a proxy) is paused before its
-// writes could pass the cap and fail.
+// or less when c's queue leaves less room under MaxWriteBuffer (so a
+// handler writing what it reads, an echo or a proxy, is paused before its
+// writes could pass the cap and fail) or, once its peer stalls, under the
+// pause mark (so a slow reader's arm overshoots little).
 func (c *CallbackConn) recvRoom() uint32 {
 	// Less one buffer: the recv that reaches the limit may fill its
 	// buffer past it.
-	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load()) - int(c.l.bufRing.Size())
+	buf := int(c.l.bufRing.Size())
+	queued := c.outq.n + int(c.posted.Load())
+	room := c.l.rt.cfg.MaxWriteBuffer - queued - buf
+	if c.stalled() {
+		room = min(room, readPauseMax-queued)
+	}
 	return uint32(max(min(room, recvLimit), 1<<10))
 }
 
@@ -154,7 +181,7 @@ func (c *CallbackConn) pauseRead(reason int) {
 // maybeResume re-arms c's recv when its queue has drained enough (loop
 // only; called after each send completion).
 func (c *CallbackConn) maybeResume() {
-	if !c.paused || c.closing || c.outq.n >= c.pauseMark()/2 {
+	if !c.paused || c.closing || c.outq.n >= c.resumeMark() {
 		return
 	}
 	if c.outq.n > 0 && c.l.rt.overSoftBudget() {

@@ -48,8 +48,10 @@ type CallbackConn struct {
 	armed     int
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
 	blocking  bool
-	rdEOF     bool  // the peer's FIN came and the handler keeps the write side open
-	slot      int32 // registered file slot, or -1
+	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open
+	slot      int32  // registered file slot, or -1
+	sendSince uint32 // the loop's flush count when sendOp was armed (budget.go)
+	sendShort bool   // the last send CQE took less than was submitted (budget.go)
 
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.

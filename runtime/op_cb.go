@@ -228,6 +228,8 @@ func (c *CallbackConn) deliver(data []byte) {
 
 // flushCB submits one send per dirty connection (loop only).
 func (l *loop) flushCB() {
+	l.budget.flushes++
+	l.chunks.adapt(int(l.budget.held.Load())) // outq.go
 	l.budgetCheck()
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
@@ -237,6 +239,7 @@ func (l *loop) flushCB() {
 		}
 		c.prepSend()
 		l.arm(&c.sendOp)
+		c.sendSince = l.budget.flushes // budget.go: stalled
 		c.queued.Store(int64(c.outq.n))
 		if c.tm != nil {
 			c.tm.lastWrite = monoNow() // callback_deadline.go
@@ -269,7 +272,9 @@ func (c *CallbackConn) onSend(o *op) {
 			c.tm.lastWrite = monoNow() // callback_deadline.go
 		}
 	}
-	if c.outq.sent(l, int(o.res)) && !c.failed() {
+	short := c.outq.sent(l, int(o.res))
+	c.sendShort = short // budget.go: stalled
+	if short && !c.failed() {
 		c.prepSend() // a short send: the rest now
 		l.arm(o)
 		return

@@ -47,10 +47,16 @@ const (
 	outPoolBytes = 2 << 20
 )
 
-// chunkPool is a loop's free chunks, by size class (loop-owned).
+// chunkPool is a loop's free chunks, by size class (loop-owned). It keeps
+// up to outPoolBytes, or more while the loop's queues hold more at a
+// flush (limit, which decays by an eighth per flush): many connections
+// that each queue and send a recv's worth per iteration then reuse the
+// same chunks instead of leaving garbage for the GC at that rate, which
+// doubled a slow-reader attack's peak RSS.
 type chunkPool struct {
 	free  [len(outClasses)][][]byte
 	bytes int // capacity held in the free lists
+	limit int // the most the free lists keep now (at least outPoolBytes)
 }
 
 // chunkClass returns the index of the smallest class of at least want
@@ -77,12 +83,27 @@ func (p *chunkPool) get(class int) []byte {
 }
 
 func (p *chunkPool) put(b []byte) {
-	if p.bytes+cap(b) > outPoolBytes {
+	if p.bytes+cap(b) > max(p.limit, outPoolBytes) {
 		return // dropped: the GC returns it
 	}
 	p.bytes += cap(b)
 	class := chunkClass(cap(b))
 	p.free[class] = append(p.free[class], b[:0])
+}
+
+// adapt sets the pool's limit from the bytes the loop's queues hold now
+// (held, at a flush) and drops free chunks over it (loop only).
+func (p *chunkPool) adapt(held int) {
+	p.limit = max(held, p.limit-p.limit/8)
+	for class := range p.free {
+		list := &p.free[class]
+		for p.bytes > max(p.limit, outPoolBytes) && len(*list) > 0 {
+			n := len(*list)
+			p.bytes -= cap((*list)[n-1])
+			(*list)[n-1] = nil
+			*list = (*list)[:n-1]
+		}
+	}
 }
 
 // write copies p to the tail (taking chunks from l's pool).

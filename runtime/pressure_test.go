@@ -213,8 +213,8 @@ func TestManySlowPeersBoundedRSS(t *testing.T) {
 	if werrs.Load() != 0 {
 		t.Errorf("%d peers' writes failed with other than a timeout", werrs.Load())
 	}
-	if maxQueued.Load() < maxWB {
-		t.Errorf("no connection reached its cap (max queued %d): the test did not load the server", maxQueued.Load())
+	if maxQueued.Load() < maxWB/2 {
+		t.Errorf("no connection reached its pause mark, MaxWriteBuffer/2 (max queued %d): the test did not load the server", maxQueued.Load())
 	}
 	if raceBuild() {
 		t.Logf("-race: RSS includes the race detector's shadow memory; not checked")
