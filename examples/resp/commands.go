@@ -116,7 +116,7 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 		s.st.unlock(sh)
 		return out
 	case cmdSet:
-		return s.set(args, out)
+		return s.set(cl, args, out)
 	case cmdPing:
 		return ping(cl, args, out)
 	case cmdEcho:
@@ -253,7 +253,7 @@ func ping(cl *client, args [][]byte, out []byte) []byte {
 }
 
 // set runs SET key value [NX|XX] [EX seconds|PX milliseconds|KEEPTTL].
-func (s *server) set(args [][]byte, out []byte) []byte {
+func (s *server) set(cl *client, args [][]byte, out []byte) []byte {
 	if len(args) < 3 {
 		return arity(out, args)
 	}
@@ -287,10 +287,10 @@ func (s *server) set(args [][]byte, out []byte) []byte {
 		}
 	}
 	sh := s.st.lock(args[1])
-	defer s.st.unlock(sh)
 	if nx || xx || keepTTL {
 		e := sh.get(args[1], nowNano)
 		if nx && e != nil || xx && e == nil {
+			s.st.unlock(sh)
 			return proto.AppendNull(out)
 		}
 		if keepTTL && e != nil {
@@ -298,6 +298,10 @@ func (s *server) set(args [][]byte, out []byte) []byte {
 		}
 	}
 	sh.set(args[1], args[2], expire)
+	s.st.unlock(sh)
+	if expire != 0 && !s.sweeping.Load() {
+		s.startSweep(cl)
+	}
 	return append(out, "+OK\r\n"...)
 }
 

@@ -32,10 +32,13 @@ type server struct {
 	// pending is the bytes of all clients' partial requests.
 	pending atomic.Int64
 
-	// mu guards conns and sweeper (taken at open and close only).
-	mu      sync.Mutex
-	conns   map[*client]struct{}
-	sweeper *client // the client whose loop timer runs the expiry sweep
+	// mu guards conns and sweeper (taken at open and close, and to start
+	// and stop the expiry sweep).
+	mu       sync.Mutex
+	conns    map[*client]struct{}
+	sweeper  *client // the client whose loop timer runs the expiry sweep
+	sweepT   *uringrt.LoopTimer
+	sweeping atomic.Bool // sweeper != nil, read without mu
 
 	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
 	chunks  sync.Pool                   // free *msgChunk of subscribers' batches
@@ -79,16 +82,13 @@ type client struct {
 // a bigger one (a big reply) is dropped for the GC once written.
 const keepOut = 64 << 10
 
-// OnOpen sets up the client; the first one also runs the expiry sweep.
+// OnOpen sets up the client.
 func (s *server) OnOpen(c *uringrt.CallbackConn) {
 	cl := &client{c: c}
 	cl.p.MaxBulk, cl.p.MaxRequest = s.lim.maxBulk, s.lim.maxRequest
 	c.SetValue(cl)
 	s.mu.Lock()
 	s.conns[cl] = struct{}{}
-	if s.sweeper == nil {
-		s.startSweep(cl)
-	}
 	s.mu.Unlock()
 }
 
@@ -181,21 +181,59 @@ func (s *server) OnClose(c *uringrt.CallbackConn, err error) {
 	s.hold(cl, 0)
 	s.mu.Lock()
 	delete(s.conns, cl)
-	if s.sweeper == cl {
-		s.sweeper = nil
+	if s.sweeper == cl { // hand the sweep to another client
+		s.sweeper, s.sweepT = nil, nil
+		s.sweeping.Store(false)
 		for other := range s.conns {
-			s.startSweep(other)
+			s.startSweepLocked(other)
 			break
 		}
 	}
 	s.mu.Unlock()
 }
 
-// startSweep runs the store's active expiry every 100 ms as a loop timer of
-// cl's connection (s.mu held): on its loop, so with one loop the unlocked
-// store is touched by that loop only. The timer ends when the connection
-// closes, and OnClose hands the sweep to another client.
+// The active expiry: while some keys have a TTL, a loop timer of one
+// client's connection deletes expired keys every 100 ms (keys read again
+// are deleted on access anyway). It runs on that client's loop, so with
+// one loop the unlocked store is touched by that loop only; it stops when
+// no key has a TTL (a server without them keeps no timer, and its idle
+// loop does not wake), ends with the connection, and OnClose hands it to
+// another client.
+
+// startSweep starts the sweep on cl's loop unless it runs.
 func (s *server) startSweep(cl *client) {
-	s.sweeper = cl
-	cl.c.Every(100*time.Millisecond, func(*uringrt.CallbackConn) { s.st.sweep(nowNano()) })
+	s.mu.Lock()
+	if s.sweeper == nil {
+		s.startSweepLocked(cl)
+	}
+	s.mu.Unlock()
 }
+
+// startSweepLocked starts the sweep on cl's loop (s.mu held, none running).
+func (s *server) startSweepLocked(cl *client) {
+	s.sweeper = cl
+	s.sweeping.Store(true)
+	s.sweepT = cl.c.Every(sweepEvery, func(*uringrt.CallbackConn) {
+		s.st.sweep(nowNano())
+		if s.st.ttlKeys() > 0 {
+			return
+		}
+		s.mu.Lock()
+		if s.sweeper == cl {
+			// Stop, unless a key with a TTL came meanwhile: a SET that
+			// stored one after the count above sees sweeping false and
+			// starts a new sweep; one before it shows in the count.
+			s.sweeping.Store(false)
+			if s.st.ttlKeys() == 0 {
+				s.sweepT.Stop()
+				s.sweeper, s.sweepT = nil, nil
+			} else {
+				s.sweeping.Store(true)
+			}
+		}
+		s.mu.Unlock()
+	})
+}
+
+// sweepEvery is the active expiry's period.
+const sweepEvery = 100 * time.Millisecond

@@ -317,3 +317,36 @@ func TestExecNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveExpiry: keys that expire and are never read again are deleted
+// by the sweep (DBSIZE counts them until then), which stops once no key
+// has a TTL.
+func TestActiveExpiry(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		srv, addr := startServer(t, loops, testLimits)
+		c := dial(t, addr)
+		r := bufio.NewReader(c)
+		var req strings.Builder
+		for i := 0; i < 50; i++ {
+			req.WriteString(cmd("SET", "k"+strconv.Itoa(i), "v", "PX", "1"))
+		}
+		req.WriteString(cmd("SET", "stays", "v"))
+		c.Write([]byte(req.String()))
+		readReplies(t, r, 51)
+		for i := 0; ; i++ {
+			c.Write([]byte(cmd("DBSIZE")))
+			if got := readReplies(t, r, 1); got == ":1\r\n" {
+				break
+			} else if i == 1000 {
+				t.Fatalf("loops %d: DBSIZE %q after 10 s: the expired keys were not swept", loops, got)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for i := 0; srv.sweeping.Load(); i++ {
+			if i == 1000 {
+				t.Fatalf("loops %d: the sweep still runs with no key to expire", loops)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

@@ -157,6 +157,22 @@ func (s *store) sweep(now int64) {
 	}
 }
 
+// ttlKeys returns the number of keys with a TTL.
+func (s *store) ttlKeys() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if s.locked {
+			sh.mu.Lock()
+		}
+		n += len(sh.ttl)
+		if s.locked {
+			sh.mu.Unlock()
+		}
+	}
+	return n
+}
+
 // size returns the number of keys (expired ones not yet swept included).
 func (s *store) size() int {
 	n := 0
