@@ -17,9 +17,9 @@
 // client-output-buffer-limit for pubsub clients): its queued messages are
 // sent if it reads within a second, else dropped with the connection, so
 // one that never reads holds at most that much while the others keep their
-// rate. A subscriber whose message the runtime refuses because all queued
-// output together passed Config.MaxBufferedBytes (256 MiB) is disconnected
-// the same way.
+// rate (all subscribers together hold at most their number times the
+// limit). Requests are RESP arrays of bulk strings or inline lines of
+// words (quotes are not interpreted).
 //
 // It exits 0 on SIGINT or SIGTERM after closing every connection.
 package main
