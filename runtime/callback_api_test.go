@@ -165,8 +165,8 @@ func TestCallbackWriteFromGoroutineDuringOnData(t *testing.T) {
 // lenPrefixHandler answers every frame (4-byte big-endian length, then the
 // payload) with the same frame, using Peek and Next; it reports each
 // OnData on calls.
-func lenPrefixHandler(calls chan<- int) Handler {
-	return HandlerFuncs{Data: func(c *CallbackConn, _ []byte) {
+func lenPrefixHandler(calls chan<- int, blocking bool) Handler {
+	return HandlerFuncs{Blocking: blocking, Data: func(c *CallbackConn, _ []byte) {
 		for {
 			hdr, err := c.Peek(4)
 			if err != nil {
@@ -198,13 +198,13 @@ func frames(payloads ...string) []byte {
 // server has seen the first part: the server answers each frame whole and
 // once.
 func TestCallbackFrameSplitEveryOffset(t *testing.T) {
-	for _, tier := range relCbTiers[:4] {
+	for _, tier := range relCbTiers {
 		t.Run(tier.name, func(t *testing.T) {
 			cfg := tier.cfg
 			cfg.Loops = 1
 			rt := newRT(t, cfg)
 			calls := make(chan int, 4)
-			addr := serveCB(t, rt, lenPrefixHandler(calls)).Addr().String()
+			addr := serveCB(t, rt, lenPrefixHandler(calls, tier.blocking)).Addr().String()
 			c := dialStd(t, addr, 1)[0]
 			msg := frames("hello", "uringrt framing")
 			got := make([]byte, len(msg))
@@ -345,7 +345,13 @@ func TestCallbackWriteBufferFullAndDrained(t *testing.T) {
 // timer does not run; Every repeats until stopped; timers end when the
 // connection closes.
 func TestCallbackTimers(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1})
+	for _, locked := range []bool{false, true} {
+		t.Run(fmt.Sprint("locked=", locked), func(t *testing.T) { testCallbackTimers(t, locked) })
+	}
+}
+
+func testCallbackTimers(t *testing.T, locked bool) {
+	rt := newRT(t, Config{Loops: 1, LockedLoops: locked})
 	var ticks atomic.Int32
 	every := make(chan *LoopTimer, 1)
 	closed := make(chan *CallbackConn, 1)
