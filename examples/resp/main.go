@@ -46,7 +46,8 @@ func main() {
 	maxReq := flag.Int("max-request", proto.DefaultMaxRequest, "most `bytes` of one request")
 	maxPending := flag.Int64("max-pending", 1<<30, "most `bytes` of partial requests held for all connections together")
 	psLimit := flag.Int("pubsub-limit", 8<<20, "most unsent `bytes` queued for a subscriber before it is disconnected")
-	dedicated := flag.Bool("dedicated", false, "each loop keeps its P while it waits for completions (uringrt Config.DedicatedLoops): fewer context switches, for a process that is mostly this server")
+	locked := flag.Bool("locked", false, "each loop on a locked OS thread sleeping in io_uring_enter (uringrt Config.LockedLoops) instead of parked in Go's netpoller: batches better at peak load")
+	dedicated := flag.Bool("dedicated", false, "with -locked: each loop keeps its P while it waits for completions (uringrt Config.DedicatedLoops), for a process that is mostly this server")
 	flag.Parse()
 	if *loops < 1 {
 		log.Fatal("resp: -loops must be at least 1")
@@ -57,7 +58,7 @@ func main() {
 	}
 	lim := limits{maxBulk: *maxBulk, maxRequest: max(*maxReq, *maxBulk+64),
 		maxPending: *maxPending, pubsubLimit: *psLimit}
-	rt, ln, srv, err := start(*addr, uringrt.Config{Loops: *loops, Backend: b, DedicatedLoops: *dedicated}, lim)
+	rt, ln, srv, err := start(*addr, uringrt.Config{Loops: *loops, Backend: b, LockedLoops: *locked, DedicatedLoops: *dedicated}, lim)
 	if err != nil {
 		log.Fatal("resp: ", err)
 	}
