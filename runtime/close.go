@@ -147,7 +147,7 @@ func (n *netFD) finalClose() {
 }
 
 // closeFD cancels every op on nfd, each by its user data, and closes the
-// fd once their CQEs are in (reap does it when the last one comes).
+// fd once their CQEs are in (reap queues it when the last one comes).
 func (l *loop) closeFD(nfd *netFD) {
 	if nfd.closeQueued {
 		return
@@ -160,7 +160,49 @@ func (l *loop) closeFD(nfd *netFD) {
 		}
 		return
 	}
-	nfd.finalClose()
+	l.closes.push(nfd)
+}
+
+// closeBudget is the most close(2)s a loop makes per iteration. A TCP
+// close(2) sends the FIN (or RST) and, on loopback, runs the peer's side
+// of it too, tens of microseconds or more: made all in the iteration that
+// found them ready, thousands of peers hanging up at once would hold every
+// other connection of the loop until the last close(2). A few per
+// iteration keep it short; between two runs of them the loop reaps, sends
+// and wakes as usual, so the others' traffic interleaves with the closes,
+// as it does with Go's net, where each connection's goroutine makes its
+// own close.
+const closeBudget = 16
+
+// closeQueue holds the descriptors whose last op completed (or that had
+// none), in the order they became ready, until the loop closes them
+// (loop only).
+type closeQueue struct {
+	q    []*netFD
+	head int
+	most int // the most closes one run made (tests)
+}
+
+func (c *closeQueue) push(n *netFD) { c.q = append(c.q, n) }
+
+// empty reports whether no close waits.
+func (c *closeQueue) empty() bool { return c.head == len(c.q) }
+
+// run makes up to closeBudget final closes; all of them once the loop
+// is stopping (it exits only with the queue empty).
+func (c *closeQueue) run(l *loop) {
+	end := len(c.q)
+	if !l.stopping {
+		end = min(end, c.head+closeBudget)
+	}
+	c.most = max(c.most, end-c.head)
+	for ; c.head < end; c.head++ {
+		c.q[c.head].finalClose()
+		c.q[c.head] = nil
+	}
+	if c.head == len(c.q) {
+		c.q, c.head = c.q[:0], 0
+	}
 }
 
 // plainTCPSocket reports whether fd (of family) is a TCP socket, not

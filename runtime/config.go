@@ -69,7 +69,8 @@ const (
 // tuning a loop, and experiment switches that reproduce the comparisons
 // of BENCHMARKS.md and older kernels.
 type Config struct {
-	// Loops is the number of event loops (rings); 0 means GOMAXPROCS.
+	// Loops is the number of event loops (rings); 0 means GOMAXPROCS. More
+	// than MaxLoops fails New with ErrConfig.
 	Loops int
 	// Backend selects io_uring, Go's net, or auto (the default).
 	Backend Backend

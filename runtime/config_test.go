@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		cfg   Config
 	}{
 		{"Loops", Config{Loops: -1}},
+		{"Loops", Config{Loops: MaxLoops + 1}},
+		{"Loops", Config{Loops: 100000}}, // 100,000 rings would take half a minute to set up
 		{"Workers", Config{Workers: -1}},
 		{"MaxConns", Config{MaxConns: -3}},
 		{"MaxWriteBuffer", Config{MaxWriteBuffer: -1}},
@@ -40,6 +43,9 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("err = %v, want ErrConfig", err)
 			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("err = %v, does not name %s", err, tt.field)
+			}
 			t.Log(err)
 		})
 	}
@@ -48,4 +54,7 @@ func TestConfigRejectsOutOfRange(t *testing.T) {
 		t.Fatalf("in-range config rejected: %v", err)
 	}
 	rt.Close()
+	if err := validate(&Config{Loops: MaxLoops}); err != nil {
+		t.Errorf("Loops = MaxLoops rejected: %v", err)
+	}
 }

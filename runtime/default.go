@@ -9,17 +9,18 @@ import (
 // DialContext and the zero ListenConfig and Dialer: started on first use
 // with the zero Config (BackendAuto), closed by CloseDefault.
 var defaultRT struct {
-	mu  sync.Mutex
-	rt  *Runtime
-	err error
+	mu sync.Mutex
+	rt *Runtime
 }
 
 // Default returns the package's default runtime (zero Config: BackendAuto,
 // GOMAXPROCS loops, no metrics), starting it on first use. It lives until
 // CloseDefault; the first use after that starts a new one. A missing
 // io_uring is no error (BackendAuto falls back to Go's net with one
-// warning); the error, if any, is New's and is returned by every later
-// call too.
+// warning). A shortage of descriptors or memory at the first use (EMFILE
+// at RLIMIT_NOFILE, ENFILE, ENOMEM) is: it returns New's error wrapping
+// ErrSetupResources and the errno, and starts nothing, so the next call
+// tries io_uring again instead of serving through Go's net for good.
 //
 // Its loops are goroutines locked to OS threads, and it holds a ring and
 // an eventfd per loop: a program (or a test checked with goleak) that
@@ -27,10 +28,14 @@ var defaultRT struct {
 func Default() (*Runtime, error) {
 	defaultRT.mu.Lock()
 	defer defaultRT.mu.Unlock()
-	if defaultRT.rt == nil && defaultRT.err == nil {
-		defaultRT.rt, defaultRT.err = New(Config{})
+	if defaultRT.rt == nil {
+		rt, err := New(Config{})
+		if err != nil {
+			return nil, err // not kept: the next call tries again
+		}
+		defaultRT.rt = rt
 	}
-	return defaultRT.rt, defaultRT.err
+	return defaultRT.rt, nil
 }
 
 // CloseDefault closes the default runtime if one was started, as
@@ -42,7 +47,7 @@ func Default() (*Runtime, error) {
 func CloseDefault() error {
 	defaultRT.mu.Lock()
 	rt := defaultRT.rt
-	defaultRT.rt, defaultRT.err = nil, nil
+	defaultRT.rt = nil
 	defaultRT.mu.Unlock()
 	if rt == nil {
 		return nil

@@ -121,7 +121,11 @@
 // wrapping ErrNoIOUring and the setup errno (errors.Is(err,
 // os.ErrPermission) for EPERM, errors.ErrUnsupported for ENOSYS) whose
 // text names the fix. BackendAuto (the default) logs that error once as a
-// warning and serves through Go's net; FallbackReason says why.
+// warning and serves through Go's net; FallbackReason says why. Running
+// out of descriptors or memory while setting up (EMFILE, ENFILE, ENOMEM)
+// is no missing io_uring: New fails under every Backend with an error
+// wrapping ErrSetupResources and the errno, and the default runtime tries
+// again on its next use.
 //
 // # Kernel requirements
 //
@@ -217,7 +221,8 @@ package uringrt
 //	runtime.go     Runtime, New, the loops' start, Serve; default.go the default
 //	               runtime; config.go Config; errors.go net's error shapes
 //	               and ErrNoIOUring; setupcause.go why a ring could not be
-//	               set up; std.go BackendStd
+//	               set up (ErrSetupResources); validate.go Config's
+//	               ranges and defaults; std.go BackendStd
 //	netfd.go       a socket's state; polldesc.go, deadline.go parking
 //	conn.go        Conn: Read, Write, Close, deadlines, options
 //	pollable.go    the pollable policy (experiment.Pollable) Conn.Read and

@@ -147,9 +147,11 @@ func TestFallbackUringFails(t *testing.T) {
 	}
 }
 
-// TestFallbackLaterLoopFails injects the failure into the second loop's
-// ring only (the probe and the first loop succeed): the loop already
-// started is stopped, nothing leaks, and BackendAuto still falls back.
+// TestFallbackLaterLoopFails injects the failure (io_uring blocked: EPERM)
+// into the second loop's ring only (the probe and the first loop
+// succeed): the loop already started is stopped, nothing leaks, and
+// BackendAuto still falls back. A shortage (EMFILE, ENOMEM) does not fall
+// back: TestSetupShortageFailsEveryBackend.
 func TestFallbackLaterLoopFails(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, backend := range []Backend{BackendAuto, BackendUring} {
@@ -157,7 +159,7 @@ func TestFallbackLaterLoopFails(t *testing.T) {
 			var calls atomic.Int32
 			hook := func(p netpoll.Params) (*netpoll.Ring, error) {
 				if calls.Add(1) == 3 { // probe, loop 0, loop 1
-					return nil, &netpoll.Error{Op: "io_uring_setup", Err: syscall.ENOMEM}
+					return nil, &netpoll.Error{Op: "io_uring_setup", Err: syscall.EPERM}
 				}
 				return netpoll.New(p)
 			}
@@ -165,8 +167,8 @@ func TestFallbackLaterLoopFails(t *testing.T) {
 			before := countFDs(t)
 			rt, err := newRuntime(Config{Backend: backend, Loops: 2, Logger: logger}, hook)
 			if backend == BackendUring {
-				if err == nil || !errors.Is(err, ErrNoIOUring) || !errors.Is(err, syscall.ENOMEM) {
-					t.Fatalf("New = %v, want ErrNoIOUring wrapping ENOMEM", err)
+				if err == nil || !errors.Is(err, ErrNoIOUring) || !errors.Is(err, syscall.EPERM) {
+					t.Fatalf("New = %v, want ErrNoIOUring wrapping EPERM", err)
 				}
 			} else {
 				if err != nil {

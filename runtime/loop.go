@@ -56,6 +56,7 @@ type loop struct {
 	runq        *runnableProbe // nil: never yield for stranded goroutines
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
+	closes      closeQueue     // fds ready for close(2), a budget per iteration (close.go)
 	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
@@ -95,14 +96,15 @@ func (l *loop) run() {
 		l.resendCancels()
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
 		l.flushCB()
-		if l.stopping && l.inflight == 0 && l.closing == 0 {
+		l.closes.run(l)
+		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() {
 			l.exit()
 			l.teardown()
 			return
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)

@@ -233,3 +233,50 @@ func TestShutdownManyIdleConns(t *testing.T) {
 		t.Logf("Shutdown with %d idle connections took %v", n, time.Since(start))
 	})
 }
+
+// TestMassCloseBoundedPerIteration: 2,000 peers hanging up at once on a
+// one-loop callback server are closed at most closeBudget per loop
+// iteration (they all were in one iteration, and every other connection
+// waited for all of them), all of them are released, and another
+// connection's echo is answered meanwhile. The latency figures are in
+// docs/RELIABILITY.md (BenchmarkMassClose).
+func TestMassCloseBoundedPerIteration(t *testing.T) {
+	const n = 2000
+	raiseNOFILE(t, 2*n+500)
+	rt, err := New(Config{Loops: 1, Backend: BackendUring})
+	if err != nil {
+		t.Skipf("io_uring: %v", err)
+	}
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rt.Serve(ln, EchoHandler{})
+	before := countFDs(t)
+	closeAll := idleClients(t, ln.Addr().String(), n)
+	other, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held := countFDs(t)
+	closeAll()
+	b := []byte{1}
+	other.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := other.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(other, b); err != nil {
+		t.Fatalf("echo during the mass close: %v", err)
+	}
+	for end := time.Now().Add(60 * time.Second); countFDs(t) > held-n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d of %d closed connections still held after 60 s", countFDs(t)-(held-n), n)
+		}
+	}
+	rt.Close() // the loop has exited: its fields can be read
+	if most := rt.loops[0].closes.most; most > closeBudget || most == 0 {
+		t.Fatalf("one loop iteration made %d closes, want 1..%d", most, closeBudget)
+	}
+	waitFDs(t, before-1) // the listener is closed too
+}

@@ -186,7 +186,7 @@ func (l *loop) completeCQE(c *netpoll.CQE) {
 	l.complete(o)
 	if nfd != nil && nfd.closeQueued && len(nfd.ops) == 0 {
 		l.closing--
-		nfd.finalClose()
+		l.closes.push(nfd) // close.go: closed within the loop's budget
 	}
 }
 

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
-	"github.com/uringrt/uringrt/runtime/experiment"
 	"github.com/uringrt/uringrt/sched"
 )
 
@@ -66,7 +64,11 @@ type closer interface{ Close() error }
 // setup errno (EPERM under Docker's default seccomp profile or
 // kernel.io_uring_disabled, ENOSYS on kernels without io_uring), naming the
 // fix. With BackendAuto it logs that cause once as a warning and serves
-// through Go's net. A Config field that is
+// through Go's net. Running out of descriptors or memory while setting up
+// the loops (EMFILE, ENFILE, ENOMEM) is no missing io_uring: with every
+// Backend New fails with an error wrapping ErrSetupResources and the errno,
+// and can be called again once they are back.
+// A Config field that is
 // neither zero (its default) nor in range fails with an error wrapping
 // ErrConfig that names the field.
 func New(cfg Config) (*Runtime, error) {
@@ -94,7 +96,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	rt.backend = BackendStd
 	if cfg.Backend != BackendStd {
 		if err := rt.startLoops(); err != nil {
-			if cfg.Backend == BackendUring {
+			if cfg.Backend == BackendUring || errors.Is(err, ErrSetupResources) {
 				rt.pool.Close(context.Background(), sched.CancelQueued)
 				return nil, err
 			}
@@ -111,78 +113,6 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	return rt, nil
 }
 
-// ErrConfig is wrapped by New's error for a Config field out of range.
-var ErrConfig = errors.New("uringrt: invalid Config")
-
-// validate rejects values that are neither zero (the default) nor in range,
-// rather than silently replacing them.
-func validate(cfg *Config) error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v: %s", ErrConfig, field, v, want)
-	}
-	switch {
-	case cfg.Loops < 0:
-		return bad("Loops", cfg.Loops, "want >= 0 (0 = GOMAXPROCS)")
-	case cfg.Workers < 0:
-		return bad("Workers", cfg.Workers, "want >= 0 (0 = DefaultWorkers)")
-	case cfg.MaxConns < 0:
-		return bad("MaxConns", cfg.MaxConns, "want >= 0 (0 = no cap)")
-	case cfg.MaxBufferedBytes < -1:
-		return bad("MaxBufferedBytes", cfg.MaxBufferedBytes, "want >= 0 bytes (0 = default), or -1 (no cap)")
-	case cfg.IdleTimeout < 0 || cfg.IdleTimeout > 0 && cfg.IdleTimeout < 10*time.Millisecond:
-		return bad("IdleTimeout", cfg.IdleTimeout, "want 0 (never) or at least 10ms")
-	case cfg.MaxWriteBuffer < 0:
-		return bad("MaxWriteBuffer", cfg.MaxWriteBuffer, "want >= 0 bytes (0 = default)")
-	case cfg.WaitLatency < 0:
-		return bad("WaitLatency", cfg.WaitLatency, "want >= 0 (0 = DefaultWaitLatency)")
-	case cfg.IdlePoll < 0 || cfg.IdlePoll > time.Second:
-		return bad("IdlePoll", cfg.IdlePoll, "want 0 (off) up to 1s")
-	case cfg.RingEntries > 32768:
-		return bad("RingEntries", cfg.RingEntries, "want <= 32768 SQEs")
-	case cfg.BufferSize < 0:
-		return bad("BufferSize", cfg.BufferSize, "want >= 0 bytes")
-	case cfg.Buffers < 0 || cfg.Buffers > 32768 || cfg.Buffers&(cfg.Buffers-1) != 0:
-		return bad("Buffers", cfg.Buffers, "want 0 or a power of two up to 32768")
-	case cfg.Backend < BackendAuto || cfg.Backend > BackendStd:
-		return bad("Backend", cfg.Backend, "want BackendAuto, BackendUring or BackendStd")
-	case cfg.Pollable < experiment.PollHybrid || cfg.Pollable > experiment.PollBlocking:
-		return bad("Pollable", cfg.Pollable, "want experiment.PollHybrid, experiment.PollRing, experiment.PollAsync or experiment.PollBlocking")
-	case cfg.WaitBatch < experiment.WaitBatchOn || cfg.WaitBatch > experiment.WaitBatchOff:
-		return bad("WaitBatch", cfg.WaitBatch, "want experiment.WaitBatchOn or experiment.WaitBatchOff")
-	}
-	return nil
-}
-
-func applyDefaults(cfg *Config) {
-	if cfg.Loops <= 0 {
-		cfg.Loops = runtime.GOMAXPROCS(0)
-	}
-	if cfg.RingEntries == 0 {
-		cfg.RingEntries = DefaultRingEntries
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWorkers
-	}
-	if cfg.WaitLatency <= 0 {
-		cfg.WaitLatency = DefaultWaitLatency
-	}
-	if cfg.MaxWriteBuffer <= 0 {
-		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
-	}
-	if cfg.MaxBufferedBytes == 0 {
-		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
-	}
-	if cfg.BufferSize <= 0 {
-		cfg.BufferSize = DefaultBufferSize
-	}
-	if cfg.Buffers <= 0 || cfg.Buffers&(cfg.Buffers-1) != 0 {
-		cfg.Buffers = DefaultBuffers
-	}
-}
-
 func (rt *Runtime) startLoops() error {
 	f, err := probeWith(rt.newRing, rt.host)
 	if err != nil {
@@ -194,7 +124,7 @@ func (rt *Runtime) startLoops() error {
 		l, err := startLoop(rt, i)
 		if err != nil {
 			rt.stopLoops()
-			return noIOUringOn(fmt.Errorf("loop %d: %w", i, err), rt.host())
+			return setupFailure(fmt.Errorf("loop %d: %w", i, err), rt.host)
 		}
 		rt.loops = append(rt.loops, l)
 	}
@@ -206,7 +136,7 @@ func (rt *Runtime) startLoops() error {
 func probeWith(newRing func(netpoll.Params) (*netpoll.Ring, error), host func() hostState) (netpoll.Features, error) {
 	r, err := newRing(netpoll.Params{Entries: 4})
 	if err != nil {
-		return netpoll.Features{Kernel: netpoll.KernelRelease()}, noIOUringOn(err, host())
+		return netpoll.Features{Kernel: netpoll.KernelRelease()}, setupFailure(err, host)
 	}
 	r.Close()
 	return netpoll.ProbeFeatures()

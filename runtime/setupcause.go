@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -106,7 +108,8 @@ const (
 )
 
 // diagnoseSetup names why a ring setup failed with errno on host h, and the
-// fix. Errnos other than the three causes' get a generic answer.
+// fix. Errnos other than the three causes' get a generic answer (a
+// shortage of descriptors or memory never comes here: setupFailure).
 func diagnoseSetup(errno syscall.Errno, h hostState) string {
 	filtered := h.seccomp == 2
 	switch errno {
@@ -141,8 +144,6 @@ func diagnoseSetup(errno syscall.Errno, h hostState) string {
 				"(kernel.io_uring_disabled and seccomp are not the cause here): check the LSM (SELinux, AppArmor) policy")
 		}
 		return strings.Join(causes, "; and ") + "; " + fixStd
-	case syscall.ENOMEM:
-		return "raise RLIMIT_MEMLOCK (kernels before 5.12 charge rings to it) or lower Config.RingEntries; " + fixStd
 	}
 	return "use BackendAuto to fall back to Go's net, or BackendStd"
 }
@@ -154,6 +155,44 @@ func noIOUringOn(err error, h hostState) error {
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	return fmt.Errorf("%w: %w (fix: %s)", ErrNoIOUring, err, diagnoseSetup(errno, h))
+}
+
+// ErrSetupResources is wrapped by New's error when setting up a loop (its
+// ring, its eventfd, its buffers) ran out of descriptors (EMFILE: the
+// process's RLIMIT_NOFILE; ENFILE: the system's fs.file-max) or memory
+// (ENOMEM: memory, or RLIMIT_MEMLOCK on kernels before 5.12). io_uring is
+// there but the process is short of something for the moment, so every
+// Backend fails New rather than falling back to Go's net for the
+// runtime's whole life: New (or the default runtime's next use) can be
+// tried again once descriptors or memory are back. The errno stays
+// reachable: errors.Is(err, syscall.EMFILE).
+var ErrSetupResources = errors.New("uringrt: out of descriptors or memory setting up io_uring")
+
+// resourceShortage reports whether errno says the process (or the system)
+// is short of descriptors or memory, rather than io_uring being absent or
+// blocked (ENOSYS, EPERM, EACCES: see diagnoseSetup).
+func resourceShortage(errno syscall.Errno) bool {
+	return errno == syscall.EMFILE || errno == syscall.ENFILE || errno == syscall.ENOMEM
+}
+
+// setupFailure wraps a failed ring or loop setup: a resource shortage in
+// ErrSetupResources with what to free or raise, anything else in
+// ErrNoIOUring with the cause and fix diagnosed on host().
+func setupFailure(err error, host func() hostState) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) && resourceShortage(errno) {
+		var fix string
+		switch errno {
+		case syscall.EMFILE:
+			fix = "the process is at its descriptor limit (RLIMIT_NOFILE); each loop needs a ring and an eventfd: close descriptors or raise the limit (ulimit -n), then try again"
+		case syscall.ENFILE:
+			fix = "the system is out of descriptors (fs.file-max): close descriptors or raise fs.file-max, then try again"
+		default:
+			fix = "free memory, raise RLIMIT_MEMLOCK (kernels before 5.12 charge rings to it) or lower Config.Loops or Config.RingEntries, then try again"
+		}
+		return fmt.Errorf("%w: %w (%s; io_uring itself is available; fix: %s)", ErrSetupResources, err, unix.ErrnoName(errno), fix)
+	}
+	return noIOUringOn(err, host())
 }
 
 // Features is what the running kernel's io_uring offers, as probed once:
@@ -170,8 +209,9 @@ type Features = netpoll.Features
 // an error wrapping ErrNoIOUring and the setup errno (errors.Is(err,
 // syscall.ENOSYS), os.ErrPermission for EPERM) whose text names the cause
 // (kernel older than 5.1, the sysctl kernel.io_uring_disabled, or a seccomp
-// filter) and its fix; the returned Features then hold only the kernel
-// release.
+// filter) and its fix, or, when the process is out of descriptors or
+// memory, an error wrapping ErrSetupResources and EMFILE, ENFILE or ENOMEM;
+// the returned Features then hold only the kernel release.
 func Probe() (Features, error) {
 	return probeWith(netpoll.New, readHostState)
 }

@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"io"
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -59,8 +60,11 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 // when w is a *Conn, a *net.TCPConn or a stream *net.UnixConn, as
 // *net.TCPConn's does, until c reads EOF; otherwise it copies through a
 // 32 KiB buffer. Concurrent Reads wait until WriteTo returns. Errors are
-// *net.OpError with Op "writeto" wrapping net.ErrClosed,
-// os.ErrDeadlineExceeded or an *os.SyscallError ("splice").
+// *net.OpError with Op "writeto" naming c, wrapping net.ErrClosed,
+// os.ErrDeadlineExceeded or an *os.SyscallError ("splice"); when spliced,
+// as with two *net.TCPConn, that cause is first wrapped in a *net.OpError
+// with Op "readfrom" naming w, so the error names both connections:
+// "writeto tcp A->B: readfrom tcp C->D: splice: connection reset by peer".
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	n, err, handled := c.spliceTo(w)
 	if !handled {
@@ -122,7 +126,29 @@ func (c *Conn) spliceTo(w io.Writer) (written int64, err error, handled bool) {
 		return 0, nil, false
 	}
 	written, handled, err = spliceCopy(dst, c.fd, 1<<63-1)
+	if err != nil {
+		err = readFromError(w, err)
+	}
 	return written, err, handled
+}
+
+// readFromError wraps err as w's ReadFrom would have: io.Copy between two
+// *net.TCPConn runs the destination's ReadFrom inside the source's WriteTo,
+// and each names its own connection.
+func readFromError(w io.Writer, err error) error {
+	if c, ok := w.(*Conn); ok {
+		return c.fd.opError("readfrom", err)
+	}
+	e := &net.OpError{Op: "readfrom", Err: err}
+	if nc, ok := w.(net.Conn); ok {
+		if la := nc.LocalAddr(); la != nil {
+			e.Net, e.Source = la.Network(), la
+		}
+		if ra := nc.RemoteAddr(); ra != nil {
+			e.Addr = ra
+		}
+	}
+	return e
 }
 
 // spliceCopy moves up to remain bytes from src to dst, until src reads
@@ -190,7 +216,10 @@ func spliceCopy(dst, src rawEnd, remain int64) (written int64, handled bool, err
 const spliceBufSize = 32 << 10
 
 // copyChunk receives once into b (waiting for src if it has nothing) and
-// sends all of it to dst. n == 0 with a nil error is src's EOF.
+// sends all of it to dst. n == 0 with a nil error is src's EOF. Its
+// errors name the syscall "splice", as every error of the copy does (Go's
+// splice path and the documented contract): the buffered phase is how the
+// copy splices, not a different operation.
 func copyChunk(dst, src rawEnd, b []byte) (int, error) {
 	var n int
 	var serr syscall.Errno
@@ -208,7 +237,7 @@ func copyChunk(dst, src rawEnd, b []byte) (int, error) {
 		return rawDone
 	})
 	if err == nil && serr != 0 {
-		err = sysError("read", serr)
+		err = sysError("splice", serr)
 	}
 	if err != nil || n == 0 {
 		return 0, err
@@ -232,7 +261,7 @@ func copyChunk(dst, src rawEnd, b []byte) (int, error) {
 	})
 	dst.doneWrite(int64(sent), waited)
 	if err == nil && serr != 0 {
-		err = sysError("write", serr)
+		err = sysError("splice", serr)
 	}
 	return sent, err
 }

@@ -158,8 +158,8 @@ func (ur *udpRing) copyOut(r udpRecvd, p, oob []byte, from *unix.RawSockaddrAny)
 		copy(nb[:], b[udpRingHdr:udpRingHdr+min(namelen, udpRingName)])
 	}
 	ctl := b[udpRingHdr+udpRingName:]
-	oobn = copy(oob, ctl[:min(controllen, udpRingControl)])
-	if oobn < controllen {
+	oobn, trunc := copyControl(oob, ctl[:min(controllen, udpRingControl)])
+	if trunc {
 		flags |= unix.MSG_CTRUNC
 	}
 	payload := b[udpRingHdr+udpRingName+udpRingControl:]
@@ -186,4 +186,48 @@ func (ur *udpRing) close() {
 			ur.br.Close()
 		}
 	}
+}
+
+// copyControl copies the control messages src (whole, as the kernel wrote
+// them into the provided buffer) into dst as recvmsg(2) writes them into a
+// msg_control of len(dst) bytes (the kernel's put_cmsg): each message
+// whole with its alignment padding while it fits; the first that does not
+// fit cut to the room left, its cmsg_len lowered to the bytes copied, when
+// at least its header fits, and none after it. n is the msg_controllen
+// recvmsg would return; trunc is MSG_CTRUNC. The result parses with
+// syscall.ParseSocketControlMessage, as Go's *net.UDPConn's does.
+func copyControl(dst, src []byte) (n int, trunc bool) {
+	const hdrLen = unix.SizeofCmsghdr
+	for off := 0; off+hdrLen <= len(src); {
+		var h unix.Cmsghdr
+		copy((*[hdrLen]byte)(unsafe.Pointer(&h))[:], src[off:])
+		l := int(h.Len)
+		if l < hdrLen || l > len(src)-off {
+			break // not the kernel's: stop at the last whole message
+		}
+		room := len(dst) - n
+		if room < hdrLen {
+			return n, true
+		}
+		cmlen := l
+		if room < cmlen {
+			trunc, cmlen = true, room
+		}
+		h.SetLen(cmlen)
+		copy(dst[n:], (*[hdrLen]byte)(unsafe.Pointer(&h))[:])
+		copy(dst[n+hdrLen:n+cmlen], src[off+hdrLen:])
+		n += min(cmsgAlign(l), room)
+		if trunc {
+			return n, true
+		}
+		off += cmsgAlign(l)
+	}
+	return n, false
+}
+
+// cmsgAlign rounds a control message length up to the kernel's alignment
+// (CMSG_ALIGN: the size of a long).
+func cmsgAlign(n int) int {
+	const a = int(unsafe.Sizeof(uintptr(0)))
+	return (n + a - 1) &^ (a - 1)
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"golang.org/x/net/netutil"
 )
 
 // The metrics server (/metrics, /healthz, /readyz) shares the process's
 // descriptors with the echo listener, so it is bounded on every side: a
 // scraper that opens connections and idles, sends headers slowly,
 // pipelines requests and never reads, or opens thousands of connections
-// cannot hold more than metricsMaxConns descriptors (connections over the
-// cap wait in the kernel's accept backlog, holding none of ours) nor hold
-// one longer than the timeouts below.
+// cannot hold more than metricsMaxConns descriptors nor hold one longer
+// than the timeouts below. At the cap a new connection is accepted and an
+// idle or silent one closed (evictingListener), so none of that starves
+// the kubelet's /healthz and /readyz probes either.
 const (
 	// metricsMaxConnsDefault is -metrics-max-conns' default: Prometheus
 	// keeps one connection per target, probes one each.
@@ -52,8 +52,9 @@ func (h *health) ready() bool { return h.listening.Load() && !h.draining.Load() 
 
 // metricsServer is the HTTP server for /metrics, /healthz and /readyz.
 type metricsServer struct {
-	srv *http.Server
-	ln  net.Listener
+	srv  *http.Server
+	ln   *evictingListener
+	host string // the host asked for (-metrics-addr), for the log
 }
 
 // metricsConfig is what the flags set on the metrics server.
@@ -94,9 +95,11 @@ func newMetricsServer(ln net.Listener, gatherer prometheus.Gatherer, h *health, 
 			w.Write([]byte("ready\n"))
 		}
 	})
+	el := newEvictingListener(ln, mc.maxConns)
 	return &metricsServer{
-		ln: netutil.LimitListener(ln, mc.maxConns),
+		ln: el,
 		srv: &http.Server{
+			ConnState:         el.connState,
 			Handler:           mux,
 			ReadHeaderTimeout: metricsReadHeaderTimeout,
 			ReadTimeout:       metricsReadTimeout,
@@ -108,6 +111,43 @@ func newMetricsServer(ln net.Listener, gatherer prometheus.Gatherer, h *health, 
 }
 
 func (m *metricsServer) serve() { m.srv.Serve(m.ln) }
+
+// addr is the address the metrics server is bound to: the host asked for
+// (Go shows 0.0.0.0 bound dual-stack as [::]) and the port bound, the
+// kernel's choice for port 0.
+func (m *metricsServer) addr() string {
+	a := m.ln.Addr().String()
+	if _, port, err := net.SplitHostPort(a); err == nil && m.host != "" {
+		return net.JoinHostPort(m.host, port)
+	}
+	return a
+}
+
+// startMetrics listens on o.metricsAddr and serves the metrics server
+// there; with no address it returns nil. The error is the listen's.
+func startMetrics(o *options, gatherer prometheus.Gatherer, h *health) (*metricsServer, error) {
+	if o.metricsAddr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", o.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	hostInfo := o.metricsHostInfo == "on" || o.metricsHostInfo == "auto" && isLoopback(o.metricsAddr)
+	m := newMetricsServer(ln, gatherer, h, metricsConfig{maxConns: o.metricsMaxConns, idleTimeout: o.metricsIdleTimeout, hostInfo: hostInfo})
+	m.host, _, _ = net.SplitHostPort(o.metricsAddr)
+	go m.serve()
+	return m, nil
+}
+
+// metricsAddrOf is what the startup log names: the bound address, or ""
+// without a metrics server.
+func metricsAddrOf(m *metricsServer) string {
+	if m == nil {
+		return ""
+	}
+	return m.addr()
+}
 
 // isLoopback reports whether addr (host:port) binds only loopback.
 func isLoopback(addr string) bool {

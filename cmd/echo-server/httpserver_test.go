@@ -146,8 +146,8 @@ func TestMetricsConnsCannotStarveEcho(t *testing.T) {
 	for i := 0; i < idle; i++ {
 		c, err := net.DialTimeout("tcp", s.metric, 2*time.Second)
 		if err != nil {
-			// The accept backlog is full: the kernel drops the SYN. That is
-			// the cap working; the echo port must still accept.
+			// The accept backlog is full: the kernel drops the SYN. The
+			// echo port must still accept.
 			timeouts++
 			if timeouts > 3 {
 				break
@@ -161,9 +161,8 @@ func TestMetricsConnsCannotStarveEcho(t *testing.T) {
 	if strings.Contains(s.stderr.String(), "too many open files") {
 		t.Errorf("server ran out of descriptors:\n%s", s.stderr.String())
 	}
-	// Idle connections in the backlog delay scrapes (each holds a slot for
-	// up to the read-header timeout once accepted), but once their clients
-	// go the server answers again.
+	// At the cap each new connection closes an old idle one
+	// (evictingListener); once the clients go the server answers.
 	for _, c := range conns {
 		c.Close()
 	}

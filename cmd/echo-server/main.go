@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.UintVar(&o.iowqMax, "iowq-max-workers", 0, "cap on io-wq workers per ring, bounded and unbounded (0 = kernel default)")
 	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns(), "cap on open connections; over it a connection is accepted and closed at once (0 = no cap; the default leaves descriptors for the rest of the process)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9100", "address serving /metrics, /healthz and /readyz (empty disables); loopback unless the operator publishes it")
-	fs.IntVar(&o.metricsMaxConns, "metrics-max-conns", metricsMaxConnsDefault, "cap on the metrics server's open connections (more wait in the accept backlog)")
+	fs.IntVar(&o.metricsMaxConns, "metrics-max-conns", metricsMaxConnsDefault, "cap on the metrics server's open connections (at the cap a new one closes the longest idle or silent one)")
 	fs.DurationVar(&o.metricsIdleTimeout, "metrics-idle-timeout", metricsIdleTimeoutDefault, "close a metrics keep-alive connection idle this long")
 	fs.StringVar(&o.metricsHostInfo, "metrics-host-info", "auto", "export the kernel release and descriptor headroom: on, off, or auto (on only when -metrics-addr is loopback)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "on SIGTERM/SIGINT, wait this long for connections to drain")
@@ -193,22 +193,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	hs := new(health)
-	var msrv *metricsServer
-	if o.metricsAddr != "" {
-		mln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			ln.Close()
-			rt.Close()
-			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
-			return 2
-		}
-		hostInfo := o.metricsHostInfo == "on" || o.metricsHostInfo == "auto" && isLoopback(o.metricsAddr)
-		msrv = newMetricsServer(mln, reg, hs, metricsConfig{maxConns: o.metricsMaxConns, idleTimeout: o.metricsIdleTimeout, hostInfo: hostInfo})
-		go msrv.serve()
+	msrv, err := startMetrics(&o, reg, hs)
+	if err != nil {
+		ln.Close()
+		rt.Close()
+		fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
+		return 2
 	}
 	hs.listening.Store(true)
 	logger.Info("echo-server listening", "addr", ln.Addr().String(), "api", o.api, "backend", rt.Backend().String(),
-		"pollable", pollable.String(), "batch", o.batch, "loops", rt.Config().Loops, "metrics", o.metricsAddr, "version", version)
+		"pollable", pollable.String(), "batch", o.batch, "loops", rt.Config().Loops, "metrics", metricsAddrOf(msrv), "version", version)
 
 	served := make(chan struct{})
 	go func() {

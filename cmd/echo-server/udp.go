@@ -34,22 +34,17 @@ func runUDP(rt *uringrt.Runtime, o options, reg *prometheus.Registry, logger *sl
 	pc.SetReadBuffer(4 << 20)
 	pc.SetWriteBuffer(4 << 20)
 	hs := new(health)
-	var msrv *metricsServer
-	if o.metricsAddr != "" {
-		mln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			rt.Close()
-			fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
-			return 2
-		}
-		hostInfo := o.metricsHostInfo == "on" || o.metricsHostInfo == "auto" && isLoopback(o.metricsAddr)
-		msrv = newMetricsServer(mln, reg, hs, metricsConfig{maxConns: o.metricsMaxConns, idleTimeout: o.metricsIdleTimeout, hostInfo: hostInfo})
-		go msrv.serve()
+	msrv, err := startMetrics(&o, reg, hs)
+	if err != nil {
+		pc.Close()
+		rt.Close()
+		fmt.Fprintf(stderr, "echo-server: metrics: %v\n", err)
+		return 2
 	}
 	hs.listening.Store(true)
 	readers := max(o.udpReaders, 1)
 	logger.Info("echo-server listening", "addr", pc.LocalAddr().String(), "network", "udp", "readers", readers,
-		"backend", rt.Backend().String(), "loops", rt.Config().Loops, "metrics", o.metricsAddr, "version", version)
+		"backend", rt.Backend().String(), "loops", rt.Config().Loops, "metrics", metricsAddrOf(msrv), "version", version)
 	var wg sync.WaitGroup
 	for range readers {
 		wg.Go(func() { echoUDP(pc, logger) })
