@@ -1,0 +1,413 @@
+package main
+
+import (
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/uringrt/uringrt/examples/resp/internal/proto"
+)
+
+// Commands, looked up by their lower-cased name.
+const (
+	cmdUnknown = iota
+	cmdPing
+	cmdEcho
+	cmdSet
+	cmdGet
+	cmdDel
+	cmdExists
+	cmdIncr
+	cmdMget
+	cmdMset
+	cmdConfig
+	cmdCommand
+	cmdSubscribe
+	cmdUnsubscribe
+	cmdPublish
+	cmdQuit
+	cmdSelect
+	cmdDbsize
+	cmdFlush
+	cmdClient
+)
+
+// lookup returns the command named name (any case) without allocating.
+func lookup(name []byte) int {
+	var lc [16]byte
+	if len(name) > len(lc) {
+		return cmdUnknown
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lc[i] = c
+	}
+	switch string(lc[:len(name)]) {
+	case "get":
+		return cmdGet
+	case "set":
+		return cmdSet
+	case "ping":
+		return cmdPing
+	case "echo":
+		return cmdEcho
+	case "del":
+		return cmdDel
+	case "exists":
+		return cmdExists
+	case "incr":
+		return cmdIncr
+	case "mget":
+		return cmdMget
+	case "mset":
+		return cmdMset
+	case "config":
+		return cmdConfig
+	case "command":
+		return cmdCommand
+	case "subscribe":
+		return cmdSubscribe
+	case "unsubscribe":
+		return cmdUnsubscribe
+	case "publish":
+		return cmdPublish
+	case "quit":
+		return cmdQuit
+	case "select":
+		return cmdSelect
+	case "dbsize":
+		return cmdDbsize
+	case "flushall", "flushdb":
+		return cmdFlush
+	case "client":
+		return cmdClient
+	}
+	return cmdUnknown
+}
+
+func nowNano() int64 { return time.Now().UnixNano() }
+
+// exec runs one request and appends its reply to out.
+func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
+	cmd := lookup(args[0])
+	if len(cl.chans) > 0 {
+		switch cmd {
+		case cmdSubscribe, cmdUnsubscribe, cmdPing, cmdQuit:
+		default:
+			return proto.AppendError(out, "ERR Can't execute '"+strings.ToLower(string(args[0]))+
+				"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		}
+	}
+	switch cmd {
+	case cmdGet:
+		if len(args) != 2 {
+			return arity(out, args)
+		}
+		sh := s.st.lock(args[1])
+		if e := sh.get(args[1], nowNano); e != nil {
+			out = proto.AppendBulk(out, e.val)
+		} else {
+			out = proto.AppendNull(out)
+		}
+		s.st.unlock(sh)
+		return out
+	case cmdSet:
+		return s.set(cl, args, out)
+	case cmdPing:
+		return ping(cl, args, out)
+	case cmdEcho:
+		if len(args) != 2 {
+			return arity(out, args)
+		}
+		return proto.AppendBulk(out, args[1])
+	case cmdDel, cmdExists:
+		if len(args) < 2 {
+			return arity(out, args)
+		}
+		n := 0
+		for _, k := range args[1:] {
+			sh := s.st.lock(k)
+			if cmd == cmdDel && sh.del(k, nowNano) || cmd == cmdExists && sh.get(k, nowNano) != nil {
+				n++
+			}
+			s.st.unlock(sh)
+		}
+		return proto.AppendInt(out, int64(n))
+	case cmdIncr:
+		if len(args) != 2 {
+			return arity(out, args)
+		}
+		return s.incr(args[1], out)
+	case cmdMget:
+		if len(args) < 2 {
+			return arity(out, args)
+		}
+		out = proto.AppendArray(out, len(args)-1)
+		for _, k := range args[1:] {
+			sh := s.st.lock(k)
+			if e := sh.get(k, nowNano); e != nil {
+				out = proto.AppendBulk(out, e.val)
+			} else {
+				out = proto.AppendNull(out)
+			}
+			s.st.unlock(sh)
+		}
+		return out
+	case cmdMset:
+		if len(args) < 3 || len(args)%2 == 0 {
+			return arity(out, args)
+		}
+		for i := 1; i < len(args); i += 2 {
+			sh := s.st.lock(args[i])
+			sh.set(args[i], args[i+1], 0)
+			s.st.unlock(sh)
+		}
+		return proto.AppendSimple(out, "OK")
+	case cmdConfig:
+		return s.config(args, out)
+	case cmdCommand:
+		// redis-cli asks COMMAND DOCS for its hints; there are none.
+		return proto.AppendArray(out, 0)
+	case cmdSubscribe:
+		if len(args) < 2 {
+			return arity(out, args)
+		}
+		for _, ch := range args[1:] {
+			n := s.ps.subscribe(cl, ch)
+			out = subReply(out, "subscribe", ch, n)
+		}
+		return out
+	case cmdUnsubscribe:
+		return s.ps.unsubscribeAll(cl, args[1:], out)
+	case cmdPublish:
+		if len(args) != 3 {
+			return arity(out, args)
+		}
+		return proto.AppendInt(out, int64(s.publish(cl, args[1], args[2])))
+	case cmdQuit:
+		cl.closing = true
+		return proto.AppendSimple(out, "OK")
+	case cmdSelect:
+		if len(args) != 2 {
+			return arity(out, args)
+		}
+		if string(args[1]) != "0" {
+			return proto.AppendError(out, "ERR DB index is out of range")
+		}
+		return proto.AppendSimple(out, "OK")
+	case cmdDbsize:
+		return proto.AppendInt(out, int64(s.st.size()))
+	case cmdFlush:
+		s.st.flush()
+		return proto.AppendSimple(out, "OK")
+	case cmdClient:
+		// Client libraries name themselves (CLIENT SETNAME, SETINFO).
+		if len(args) >= 2 && (strings.EqualFold(string(args[1]), "setname") || strings.EqualFold(string(args[1]), "setinfo")) {
+			return proto.AppendSimple(out, "OK")
+		}
+		return proto.AppendError(out, "ERR unknown subcommand or wrong number of arguments for 'client' command")
+	}
+	return unknown(out, args)
+}
+
+func arity(out []byte, args [][]byte) []byte {
+	return proto.AppendError(out, "ERR wrong number of arguments for '"+strings.ToLower(string(args[0]))+"' command")
+}
+
+func unknown(out []byte, args [][]byte) []byte {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(args[0])
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if b.Len() > 256 {
+			break
+		}
+		b.WriteString("'")
+		b.Write(a)
+		b.WriteString("' ")
+	}
+	return proto.AppendError(out, b.String())
+}
+
+func ping(cl *client, args [][]byte, out []byte) []byte {
+	if len(args) > 2 {
+		return arity(out, args)
+	}
+	if len(cl.chans) > 0 { // subscribed mode: a pong message
+		out = proto.AppendArray(out, 2)
+		out = proto.AppendBulkString(out, "pong")
+		if len(args) == 2 {
+			return proto.AppendBulk(out, args[1])
+		}
+		return proto.AppendBulkString(out, "")
+	}
+	if len(args) == 2 {
+		return proto.AppendBulk(out, args[1])
+	}
+	return append(out, "+PONG\r\n"...)
+}
+
+// set runs SET key value [NX|XX] [EX seconds|PX milliseconds|KEEPTTL].
+func (s *server) set(cl *client, args [][]byte, out []byte) []byte {
+	if len(args) < 3 {
+		return arity(out, args)
+	}
+	var expire int64
+	nx, xx, keepTTL := false, false, false
+	for i := 3; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch {
+		case opt == "NX" && !xx:
+			nx = true
+		case opt == "XX" && !nx:
+			xx = true
+		case opt == "KEEPTTL" && expire == 0:
+			keepTTL = true
+		case (opt == "EX" || opt == "PX") && expire == 0 && !keepTTL && i+1 < len(args):
+			i++
+			v, ok := parseInt(args[i])
+			if !ok {
+				return proto.AppendError(out, "ERR value is not an integer or out of range")
+			}
+			unit := int64(time.Second)
+			if opt == "PX" {
+				unit = int64(time.Millisecond)
+			}
+			if v <= 0 || v > math.MaxInt64/unit {
+				return proto.AppendError(out, "ERR invalid expire time in 'set' command")
+			}
+			expire = nowNano() + v*unit
+		default:
+			return proto.AppendError(out, "ERR syntax error")
+		}
+	}
+	sh := s.st.lock(args[1])
+	if nx || xx || keepTTL {
+		e := sh.get(args[1], nowNano)
+		if nx && e != nil || xx && e == nil {
+			s.st.unlock(sh)
+			return proto.AppendNull(out)
+		}
+		if keepTTL && e != nil {
+			expire = e.expire
+		}
+	}
+	sh.set(args[1], args[2], expire)
+	s.st.unlock(sh)
+	if expire != 0 && !s.sweeping.Load() {
+		s.startSweep(cl)
+	}
+	return append(out, "+OK\r\n"...)
+}
+
+func (s *server) incr(key []byte, out []byte) []byte {
+	sh := s.st.lock(key)
+	defer s.st.unlock(sh)
+	e := sh.get(key, nowNano)
+	if e == nil {
+		sh.set(key, []byte("1"), 0)
+		return proto.AppendInt(out, 1)
+	}
+	n, ok := parseInt(e.val)
+	if !ok {
+		return proto.AppendError(out, "ERR value is not an integer or out of range")
+	}
+	if n == math.MaxInt64 {
+		return proto.AppendError(out, "ERR increment or decrement would overflow")
+	}
+	n++
+	e.val = strconv.AppendInt(e.val[:0], n, 10)
+	return proto.AppendInt(out, n)
+}
+
+// configParams are what CONFIG GET answers: what redis-benchmark and
+// redis-cli ask, and the limits of this server.
+func (s *server) configParams() [][2]string {
+	return [][2]string{
+		{"save", ""},
+		{"appendonly", "no"},
+		{"databases", "1"},
+		{"maxmemory", "0"},
+		{"proto-max-bulk-len", strconv.Itoa(s.lim.maxBulk)},
+		{"client-query-buffer-limit", strconv.Itoa(s.lim.maxRequest)},
+		{"client-output-buffer-limit", "normal 0 0 0 replica 0 0 0 pubsub " +
+			strconv.Itoa(s.lim.pubsubLimit) + " " + strconv.Itoa(s.lim.pubsubLimit) + " 0"},
+	}
+}
+
+// config runs CONFIG GET pattern... (glob patterns, as Redis); CONFIG SET
+// changes nothing here and says so.
+func (s *server) config(args [][]byte, out []byte) []byte {
+	if len(args) < 2 {
+		return arity(out, args)
+	}
+	switch strings.ToLower(string(args[1])) {
+	case "get":
+		if len(args) < 3 {
+			return arity(out, args)
+		}
+		var found [][2]string
+		for _, p := range s.configParams() {
+			for _, pat := range args[2:] {
+				if ok, _ := path.Match(strings.ToLower(string(pat)), p[0]); ok {
+					found = append(found, p)
+					break
+				}
+			}
+		}
+		out = proto.AppendArray(out, 2*len(found))
+		for _, p := range found {
+			out = proto.AppendBulkString(out, p[0])
+			out = proto.AppendBulkString(out, p[1])
+		}
+		return out
+	case "resetstat":
+		return proto.AppendSimple(out, "OK")
+	}
+	return proto.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+
+		strings.ToLower(string(args[1]))+"' (CONFIG GET and RESETSTAT are supported)")
+}
+
+// parseInt parses a decimal int64 as Redis does: an optional '-', digits,
+// nothing else, no overflow.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
+}

@@ -1,0 +1,299 @@
+// Package proto reads RESP2 requests and writes RESP2 replies for the
+// examples/resp server.
+//
+// A request is an array of bulk strings (what every client library and
+// redis-benchmark send) or an inline command, a line of words (what a
+// person types into telnet; redis-benchmark's PING_INLINE). The Parser is
+// zero-copy (the arguments it returns are slices of the caller's buffer),
+// incremental (a partial request returns "need more bytes" and, called
+// again with the same bytes and more after them, resumes where it stopped
+// instead of scanning the request again) and bounded (limits on a bulk
+// string's length, an array's length, an inline line and a whole request,
+// so that a peer declaring a huge bulk or never ending an array makes the
+// parser return an error instead of the caller holding ever more bytes).
+package proto
+
+import (
+	"bytes"
+	"errors"
+)
+
+// Default limits of a Parser whose fields are zero.
+const (
+	// DefaultMaxBulk is the longest bulk string accepted, in bytes.
+	// Redis accepts 512 MB (proto-max-bulk-len); this server holds a
+	// request's bytes until it is complete, so it accepts less.
+	DefaultMaxBulk = 64 << 20
+	// DefaultMaxArgs is the most elements one request array may declare
+	// (Redis: 1024*1024*1024; clients send a few).
+	DefaultMaxArgs = 1 << 20
+	// DefaultMaxInline is the longest inline command line, in bytes
+	// (Redis: PROTO_INLINE_MAX_SIZE, 64 KiB).
+	DefaultMaxInline = 64 << 10
+	// DefaultMaxRequest is the most bytes one request may take, its
+	// headers included: the bound on what a connection holds for a
+	// request that has not ended.
+	DefaultMaxRequest = DefaultMaxBulk + 1<<20
+)
+
+// Error is a protocol error: the stream cannot be parsed further. Its text
+// is what Redis replies before closing the connection ("Protocol error:
+// invalid bulk length").
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return "Protocol error: " + e.Msg }
+
+// The protocol errors a Parser returns; compare with errors.Is.
+var (
+	ErrMultibulkLen = &Error{"invalid multibulk length"}
+	ErrBulkLen      = &Error{"invalid bulk length"}
+	ErrInlineTooBig = &Error{"too big inline request"}
+	ErrRequestBig   = &Error{"request too big"}
+	ErrBadLine      = &Error{"line not terminated by CRLF"}
+)
+
+// ErrExpectedBulk is wrapped by the error for an array element that is not
+// a bulk string.
+var ErrExpectedBulk = errors.New("expected '$'")
+
+// span locates one argument in the current request: b[start:end], with
+// offsets from the request's first byte.
+type span struct{ start, end int }
+
+// Parser parses a stream of RESP2 requests. Its zero value uses the
+// default limits; set the fields before the first Next. A Parser belongs
+// to one connection and is not safe for concurrent use.
+type Parser struct {
+	// MaxBulk is the longest bulk string, in bytes (0: DefaultMaxBulk).
+	MaxBulk int
+	// MaxArgs is the most elements of one array (0: DefaultMaxArgs).
+	MaxArgs int
+	// MaxInline is the longest inline line, in bytes (0: DefaultMaxInline).
+	MaxInline int
+	// MaxRequest is the most bytes of one request (0: DefaultMaxRequest).
+	MaxRequest int
+
+	// Resume state of the array request that the last Next found partial:
+	// off bytes of it parsed, want elements declared, spans of those parsed.
+	off   int
+	want  int
+	spans []span
+	args  [][]byte
+}
+
+func (p *Parser) limits() (bulk, nargs, inline, req int) {
+	bulk, nargs, inline, req = p.MaxBulk, p.MaxArgs, p.MaxInline, p.MaxRequest
+	if bulk <= 0 {
+		bulk = DefaultMaxBulk
+	}
+	if nargs <= 0 {
+		nargs = DefaultMaxArgs
+	}
+	if inline <= 0 {
+		inline = DefaultMaxInline
+	}
+	if req <= 0 {
+		req = DefaultMaxRequest
+	}
+	return
+}
+
+// Pending reports whether a partial request is being resumed: the next Next
+// must be given the same bytes as the last one, and possibly more after
+// them.
+func (p *Parser) Pending() bool { return p.off > 0 }
+
+// Reset forgets a partial request (after the caller dropped its bytes).
+func (p *Parser) Reset() {
+	p.off, p.want = 0, 0
+	p.spans = p.spans[:0]
+}
+
+// Next parses the request at the front of b. It returns the request's
+// arguments, n, the number of bytes it took, and err:
+//
+//   - n > 0, err == nil: a request; args are slices of b, valid until the
+//     next call of Next and while b's bytes are; len(args) == 0 for an
+//     empty array or a blank line, which the caller skips.
+//   - n == 0, err == nil: b holds part of a request. Call Next again with
+//     b's bytes followed by more; the parser resumes where it stopped.
+//   - err != nil: a protocol error (*Error); the stream cannot be parsed
+//     further and the caller replies with err and closes, as Redis does.
+func (p *Parser) Next(b []byte) (args [][]byte, n int, err error) {
+	if len(b) == 0 {
+		return nil, 0, nil
+	}
+	if p.off > len(b) { // not the bytes of the last call: start afresh
+		p.Reset()
+	}
+	if p.off == 0 && b[0] != '*' {
+		return p.inline(b)
+	}
+	return p.array(b)
+}
+
+// array parses (or resumes) a request "*<n>\r\n" followed by n bulk strings
+// "$<len>\r\n<bytes>\r\n".
+func (p *Parser) array(b []byte) ([][]byte, int, error) {
+	maxBulk, maxArgs, _, maxReq := p.limits()
+	off := p.off
+	if off == 0 {
+		v, m, ok, err := readInt(b, 1)
+		if err != nil {
+			return nil, 0, ErrMultibulkLen
+		}
+		if !ok {
+			return nil, 0, p.check(b, maxReq)
+		}
+		if v > int64(maxArgs) {
+			return nil, 0, ErrMultibulkLen
+		}
+		if v <= 0 { // *0 and *-1: nothing to run (Redis skips them)
+			return p.done(nil, m)
+		}
+		p.want = int(v)
+		p.spans = p.spans[:0]
+		off = m
+	}
+	for len(p.spans) < p.want {
+		if off >= len(b) {
+			break
+		}
+		if b[off] != '$' {
+			return nil, 0, &Error{"expected '$', got '" + printable(b[off]) + "'"}
+		}
+		v, m, ok, err := readInt(b[off:], 1)
+		if err != nil || v < 0 || v > int64(maxBulk) {
+			return nil, 0, ErrBulkLen
+		}
+		if !ok {
+			break
+		}
+		start := off + m
+		end := start + int(v)
+		if end+2 > maxReq {
+			return nil, 0, ErrRequestBig
+		}
+		if end+2 > len(b) {
+			break
+		}
+		if b[end] != '\r' || b[end+1] != '\n' {
+			return nil, 0, ErrBadLine
+		}
+		p.spans = append(p.spans, span{start, end})
+		off = end + 2
+	}
+	if len(p.spans) < p.want {
+		p.off = off
+		return nil, 0, p.check(b, maxReq)
+	}
+	args := p.args[:0]
+	for _, s := range p.spans {
+		args = append(args, b[s.start:s.end:s.end])
+	}
+	p.args = args
+	return p.done(args, off)
+}
+
+// check bounds the bytes of a partial request.
+func (p *Parser) check(b []byte, maxReq int) error {
+	if len(b) > maxReq {
+		return ErrRequestBig
+	}
+	return nil
+}
+
+func (p *Parser) done(args [][]byte, n int) ([][]byte, int, error) {
+	p.off, p.want = 0, 0
+	p.spans = p.spans[:0]
+	// A huge request's argument list is not kept for the next one.
+	if cap(p.spans) > 1024 {
+		p.spans = nil
+	}
+	if cap(p.args) > 1024 {
+		p.args = nil // args, the caller's, stays valid
+	}
+	return args, n, nil
+}
+
+// inline parses a line of words separated by spaces or tabs, ended by
+// "\n" (a "\r" before it is dropped).
+func (p *Parser) inline(b []byte) ([][]byte, int, error) {
+	_, _, maxInline, _ := p.limits()
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		if len(b) > maxInline {
+			return nil, 0, ErrInlineTooBig
+		}
+		return nil, 0, nil
+	}
+	if i > maxInline {
+		return nil, 0, ErrInlineTooBig
+	}
+	line := b[:i]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	args := p.args[:0]
+	for j := 0; j < len(line); {
+		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
+		k := j
+		for k < len(line) && line[k] != ' ' && line[k] != '\t' {
+			k++
+		}
+		if k > j {
+			args = append(args, line[j:k:k])
+		}
+		j = k
+	}
+	p.args = args
+	return args, i + 1, nil
+}
+
+// readInt reads "<c><digits>\r\n" at the front of b (c is any one byte: '*'
+// or '$'), skipping skip bytes. It returns the value, the bytes taken, and
+// ok == false when the line is not complete yet. A line without digits, a
+// sign other than a leading '-', too many digits or a '\r' not followed by
+// '\n' is an error.
+func readInt(b []byte, skip int) (v int64, n int, ok bool, err error) {
+	i := skip
+	neg := false
+	if i < len(b) && b[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c >= '0' && c <= '9' {
+			if i-start >= 18 {
+				return 0, 0, false, ErrBulkLen
+			}
+			v = v*10 + int64(c-'0')
+			continue
+		}
+		if c != '\r' || i == start {
+			return 0, 0, false, ErrBulkLen
+		}
+		if i+1 >= len(b) {
+			return 0, 0, false, nil
+		}
+		if b[i+1] != '\n' {
+			return 0, 0, false, ErrBulkLen
+		}
+		if neg {
+			v = -v
+		}
+		return v, i + 2, true, nil
+	}
+	return 0, 0, false, nil
+}
+
+func printable(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return string(rune(c))
+	}
+	return "\\x" + string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15])
+}

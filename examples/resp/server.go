@@ -1,0 +1,239 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uringrt/uringrt/examples/resp/internal/proto"
+	"github.com/uringrt/uringrt/runtime"
+)
+
+// limits bounds what the server holds for its clients.
+type limits struct {
+	// maxBulk and maxRequest bound one request (proto.Parser).
+	maxBulk, maxRequest int
+	// maxPending bounds the bytes of partial requests that all
+	// connections hold together; a connection whose partial request would
+	// go over it gets an error and is closed.
+	maxPending int64
+	// pubsubLimit is the most output bytes a subscriber may have queued;
+	// a subscriber over it is disconnected (Redis's
+	// client-output-buffer-limit for pubsub clients does the same).
+	pubsubLimit int
+}
+
+// server is the RESP server: a uringrt.Handler over the key space and the
+// pub/sub registry.
+type server struct {
+	st  *store
+	ps  *pubsub
+	lim limits
+	// pending is the bytes of all clients' partial requests.
+	pending atomic.Int64
+
+	// mu guards conns and sweeper (taken at open and close, and to start
+	// and stop the expiry sweep).
+	mu       sync.Mutex
+	conns    map[*client]struct{}
+	sweeper  *client // the client whose loop timer runs the expiry sweep
+	sweepT   *uringrt.LoopTimer
+	sweeping atomic.Bool // sweeper != nil, read without mu
+
+	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
+	chunks  sync.Pool                   // free *msgChunk of subscribers' batches
+}
+
+// newServer makes a server; shared says that callbacks of different
+// connections may run at the same time (several loops, or the std backend's
+// goroutine per connection), so the store and registry take locks.
+func newServer(shared bool, lim limits) *server {
+	s := &server{st: newStore(shared), ps: newPubsub(shared), lim: lim, conns: map[*client]struct{}{}}
+	s.flushFn = s.flushMessages
+	return s
+}
+
+// client is one connection's state, owned by its loop.
+type client struct {
+	c    *uringrt.CallbackConn
+	p    proto.Parser
+	held int    // bytes of a partial request kept, as counted in server.pending
+	out  []byte // replies of one OnData, written at once
+	// frame is the scratch buffer of the messages this client publishes.
+	frame []byte
+	// mq is this subscriber's batch of messages not yet written (mqBytes
+	// bytes, in chunks), and flushing says that its write is scheduled
+	// (pubsub.go); under mmu when callbacks run in parallel.
+	mmu      sync.Mutex
+	mq       []*msgChunk
+	mqBytes  int
+	flushing bool
+	// chans are the channels subscribed to; a client with any is in
+	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
+	chans []*channel
+	// closing: a QUIT or a protocol error; what follows is not run.
+	closing bool
+	// dropped: a publisher found this subscriber over the pubsub limit
+	// and closed it; publishers skip it until its OnClose unsubscribes it.
+	dropped atomic.Bool
+}
+
+// keepOut is the largest reply buffer a client keeps between OnData calls;
+// a bigger one (a big reply) is dropped for the GC once written.
+const keepOut = 64 << 10
+
+// OnOpen sets up the client.
+func (s *server) OnOpen(c *uringrt.CallbackConn) {
+	cl := &client{c: c}
+	cl.p.MaxBulk, cl.p.MaxRequest = s.lim.maxBulk, s.lim.maxRequest
+	c.SetValue(cl)
+	s.mu.Lock()
+	s.conns[cl] = struct{}{}
+	s.mu.Unlock()
+}
+
+// OnData runs every complete request in data and writes all their replies
+// with one Write. data starts with the partial request left by the last
+// OnData, if any (the callback API's framing keeps what Discard did not
+// consume, and joins the next bytes to it); a request still partial stays
+// for the next OnData, where the parser resumes it.
+func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
+	cl := c.Value().(*client)
+	if cl.closing {
+		return
+	}
+	buf := data
+	out := cl.out[:0]
+	for len(buf) > 0 && !cl.closing {
+		args, n, err := cl.p.Next(buf)
+		if err != nil {
+			out = proto.AppendError(out, "ERR "+err.Error())
+			cl.closing = true
+			break
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[n:]
+		if len(args) > 0 {
+			out = s.exec(cl, args, out)
+		}
+	}
+	if !cl.closing && len(buf) > 0 {
+		// Keep the partial request: consume what was run, leave the rest.
+		c.Discard(len(data) - len(buf))
+	}
+	if !cl.closing && !s.hold(cl, len(buf)) {
+		out = proto.AppendError(out, "ERR server is out of memory for partial requests")
+		cl.closing = true
+	}
+	if cl.closing {
+		s.hold(cl, 0)
+	}
+	if len(out) > 0 {
+		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
+			// Replies past Config.MaxWriteBuffer while the client does
+			// not read them (reads pause before that, so only one huge
+			// batch gets here): drop the client rather than grow.
+			cl.closing = true
+		}
+	}
+	if cl.closing {
+		c.Close()
+	}
+	if cap(out) <= keepOut {
+		cl.out = out[:0]
+	} else {
+		cl.out = nil
+	}
+}
+
+// hold records that cl keeps n bytes of a partial request and reports
+// false when all clients together would pass lim.maxPending (the
+// runtime bounds one connection's kept input by Config.MaxWriteBuffer;
+// this bounds their sum).
+func (s *server) hold(cl *client, n int) bool {
+	d := n - cl.held
+	if d == 0 {
+		return true
+	}
+	cl.held = n
+	if s.pending.Add(int64(d)) > s.lim.maxPending && d > 0 {
+		return false
+	}
+	return true
+}
+
+// OnClose unsubscribes the client and releases what it held.
+func (s *server) OnClose(c *uringrt.CallbackConn, err error) {
+	cl := c.Value().(*client)
+	if len(cl.chans) > 0 {
+		s.ps.leave(cl)
+		cl.dropped.Store(true) // publishers holding it skip it
+		if s.ps.locked {
+			cl.mmu.Lock()
+		}
+		s.releaseBatch(cl)
+		if s.ps.locked {
+			cl.mmu.Unlock()
+		}
+	}
+	s.hold(cl, 0)
+	s.mu.Lock()
+	delete(s.conns, cl)
+	if s.sweeper == cl { // hand the sweep to another client
+		s.sweeper, s.sweepT = nil, nil
+		s.sweeping.Store(false)
+		for other := range s.conns {
+			s.startSweepLocked(other)
+			break
+		}
+	}
+	s.mu.Unlock()
+}
+
+// The active expiry: while some keys have a TTL, a loop timer of one
+// client's connection deletes expired keys every 100 ms (keys read again
+// are deleted on access anyway). It runs on that client's loop, so with
+// one loop the unlocked store is touched by that loop only; it stops when
+// no key has a TTL (a server without them keeps no timer, and its idle
+// loop does not wake), ends with the connection, and OnClose hands it to
+// another client.
+
+// startSweep starts the sweep on cl's loop unless it runs.
+func (s *server) startSweep(cl *client) {
+	s.mu.Lock()
+	if s.sweeper == nil {
+		s.startSweepLocked(cl)
+	}
+	s.mu.Unlock()
+}
+
+// startSweepLocked starts the sweep on cl's loop (s.mu held, none running).
+func (s *server) startSweepLocked(cl *client) {
+	s.sweeper = cl
+	s.sweeping.Store(true)
+	s.sweepT = cl.c.Every(sweepEvery, func(*uringrt.CallbackConn) {
+		s.st.sweep(nowNano())
+		if s.st.ttlKeys() > 0 {
+			return
+		}
+		s.mu.Lock()
+		if s.sweeper == cl {
+			// Stop, unless a key with a TTL came meanwhile: a SET that
+			// stored one after the count above sees sweeping false and
+			// starts a new sweep; one before it shows in the count.
+			s.sweeping.Store(false)
+			if s.st.ttlKeys() == 0 {
+				s.sweepT.Stop()
+				s.sweeper, s.sweepT = nil, nil
+			} else {
+				s.sweeping.Store(true)
+			}
+		}
+		s.mu.Unlock()
+	})
+}
+
+// sweepEvery is the active expiry's period.
+const sweepEvery = 100 * time.Millisecond

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# RESP benchmark: redis-server, examples/resp (uringrt's callback API), its
+# Go net twin (bench/cmd/std-resp) and redcon on Go's net
+# (bench/cmd/resp-server -backend std), side by side in alternating rounds,
+# medians and ratios against redis-server and the twin.
+#
+#   scripts/bench-resp.sh                                # 3 rounds
+#   ROUNDS=1 N1=20000 N16=200000 MSGS=200 scripts/bench-resp.sh   # a quick check
+#   SERVERS="redis resp twin" WORKLOADS="get16 fanout" scripts/bench-resp.sh
+#
+# Each server runs pinned to CPU 0 with GOMAXPROCS=1 (one uringrt loop);
+# every client runs on CPU 1. Workloads:
+#   set1 get1     redis-benchmark -c 50 -n N1 -t set (then get) -P 1
+#   set16 get16   the same with -P 16 and -n N16
+#   fanout        bench/cmd/resp-fanout: 1 publisher, SUBS subscribers, MSGS
+#                 messages of 64 bytes (PUBLISHes pipelined by 16); every
+#                 subscriber checks it gets every message in order
+#   slow0 slow1   resp-fanout with 10 subscribers and 1 KiB messages
+#                 (SLOWMSGS of them), without (slow0) and with (slow1) one
+#                 more subscriber that never reads: the readers' rate should
+#                 hold and the server's peak RSS stay bounded while the
+#                 stalled one is cut off (redcon has no pub/sub: skipped)
+# Server CPU per request (or delivery) is utime+stime from /proc/PID/stat
+# read just before and after the client's run. Every server is stopped by
+# its own PID; every client run is bounded by `timeout`.
+# Environment: SERVERS WORKLOADS ROUNDS N1 N16 SUBS MSGS SLOWMSGS PORT OUT
+# (results directory, default /tmp/bench-resp-<timestamp>).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SERVERS=${SERVERS:-redis resp twin redcon}
+WORKLOADS=${WORKLOADS:-set1 get1 set16 get16 fanout slow0 slow1}
+ROUNDS=${ROUNDS:-3}
+N1=${N1:-200000}
+N16=${N16:-2000000}
+SUBS=${SUBS:-1000}
+MSGS=${MSGS:-2000}
+SLOWMSGS=${SLOWMSGS:-50000}
+PORT=${PORT:-17630}
+OUT=${OUT:-/tmp/bench-resp-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/bin"
+RAW=$OUT/raw.txt
+: >"$RAW"
+
+for tool in redis-server redis-benchmark taskset; do
+	command -v $tool >/dev/null || { echo "bench-resp.sh: $tool not installed (apt-get install redis-server redis-tools util-linux)" >&2; exit 2; }
+done
+ulimit -n "$(ulimit -Hn)" # a thousand subscribers
+echo "# building into $OUT/bin" >&2
+(cd "$ROOT" && go build -o "$OUT/bin/resp" ./examples/resp)
+(cd "$ROOT/bench" && go build -o "$OUT/bin/std-resp" ./cmd/std-resp &&
+	go build -o "$OUT/bin/resp-server" ./cmd/resp-server && go build -o "$OUT/bin/resp-fanout" ./cmd/resp-fanout)
+{ date -u; uname -r; redis-server --version; git -C "$ROOT" rev-parse --short HEAD; } >"$OUT/env.txt"
+
+CLK=$(getconf CLK_TCK)
+SPID=
+cleanup() {
+	if [[ -n $SPID ]]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; fi
+	SPID=
+}
+trap cleanup EXIT
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+wait_port() {
+	for _ in $(seq 200); do
+		if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	echo "server did not listen on $PORT" >&2
+	return 1
+}
+
+start_server() {
+	local dir
+	case $1 in
+	redis)
+		dir=$(mktemp -d)
+		taskset -c 0 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+			--dir "$dir" --daemonize no >>"$OUT/servers.log" 2>&1 & ;;
+	resp) GOMAXPROCS=1 taskset -c 0 "$OUT/bin/resp" -addr 127.0.0.1:$PORT -loops 1 2>>"$OUT/servers.log" & ;;
+	twin) GOMAXPROCS=1 taskset -c 0 "$OUT/bin/std-resp" -addr 127.0.0.1:$PORT 2>>"$OUT/servers.log" & ;;
+	redcon) GOMAXPROCS=1 taskset -c 0 "$OUT/bin/resp-server" -addr 127.0.0.1:$PORT -backend std 2>>"$OUT/servers.log" & ;;
+	esac
+	SPID=$!
+	wait_port
+}
+
+# supports SERVER WORKLOAD: redcon (bench/cmd/resp-server) has no pub/sub
+supports() { [[ $1 != redcon || $2 != fanout && $2 != slow* ]]; }
+
+# run_client WORKLOAD -> "units rate cpu_us_per_unit extra"
+run_client() {
+	local out P n t
+	case $1 in
+	set1 | get1 | set16 | get16)
+		t=${1%%[0-9]*} P=${1#$t}
+		n=$N1
+		[[ $P == 16 ]] && n=$N16
+		local t0 t1
+		t0=$(cpu_ticks "$SPID")
+		out=$(timeout 300 taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$PORT" -c 50 -n "$n" -t "$t" -P "$P" --csv)
+		t1=$(cpu_ticks "$SPID")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk -F'"' -v n="$n" -v d=$((t1 - t0)) -v c="$CLK" \
+			'/^"(SET|GET)"/{r=$4} END{printf "%d %s %.3f -\n", n, r, d * 1e6 / c / n}' ;;
+	fanout | slow0 | slow1)
+		local args=(-subs "$SUBS" -msgs "$MSGS" -size 64)
+		[[ $1 == slow0 ]] && args=(-subs 10 -msgs "$SLOWMSGS" -size 1024)
+		[[ $1 == slow1 ]] && args=(-subs 10 -stalled 1 -msgs "$SLOWMSGS" -size 1024)
+		out=$(timeout 300 taskset -c 1 "$OUT/bin/resp-fanout" -addr 127.0.0.1:$PORT -pid "$SPID" -timeout 240s "${args[@]}" || true)
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '{for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			printf "%s %s %s hwm_kb=%s,stalled_closed=%s,ok=%s\n", v["deliveries"], v["deliveries_s"], v["server_us"], v["server_hwm_kb"], v["stalled_closed"], v["ok"]}' ;;
+	esac
+}
+
+for r in $(seq "$ROUNDS"); do
+	# alternate the servers' order from round to round
+	order=($SERVERS)
+	if ((r % 2 == 0)); then
+		for ((i = 0, j = ${#order[@]} - 1; i < j; i++, j--)); do t=${order[i]}; order[i]=${order[j]}; order[j]=$t; done
+	fi
+	for s in "${order[@]}"; do
+		for w in $WORKLOADS; do
+			supports "$s" "$w" || continue
+			# a fresh server per pub/sub workload (its peak RSS is reported);
+			# one per server and round for the redis-benchmark ones
+			if [[ -z $SPID || $w == fanout || $w == slow* ]]; then
+				cleanup
+				start_server "$s"
+			fi
+			read -r units rate us extra < <(run_client "$w")
+			line="workload=$w server=$s round=$r units=$units rate=$rate srv_us=$us extra=$extra"
+			echo "$line" | tee -a "$RAW" >&2
+			if [[ $w == fanout || $w == slow* ]]; then cleanup; fi
+		done
+		cleanup
+		sleep 1
+	done
+done
+
+# summary: medians per workload and server; ratios against redis-server and the twin
+{
+echo "| workload | server | rate/s | server CPU us/unit | rate vs redis | rate vs twin | CPU vs twin | notes (last round) |"
+echo "|---|---|---|---|---|---|---|---|"
+for w in $WORKLOADS; do
+	for s in $SERVERS; do
+		supports "$s" "$w" || continue
+		awk -v w="$w" -v s="$s" '
+		function med(a, n,   i, j, t) { if (n == 0) return 0
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{ delete v; for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
+		  if (v["workload"] != w) next
+		  if (v["server"] == "redis") { rr[++nr] = v["rate"] }
+		  if (v["server"] == "twin") { tr[++nt] = v["rate"]; tc[nt] = v["srv_us"] }
+		  if (v["server"] == s) { sr[++ns] = v["rate"]; sc[ns] = v["srv_us"]; note = v["extra"] } }
+		END { a = med(rr, nr); b = med(tr, nt); bc = med(tc, nt); r = med(sr, ns); c = med(sc, ns)
+		  printf "| %s | %s | %.0f | %.3f | %s | %s | %s | %s |\n", w, s, r, c,
+		    (a ? sprintf("%.2fx", r / a) : "-"), (b ? sprintf("%.2fx", r / b) : "-"), (bc ? sprintf("%.2fx", c / bc) : "-"), note }' "$RAW"
+	done
+done
+} | tee "$OUT/summary.md"
+echo "raw: $RAW" >&2
