@@ -1025,7 +1025,11 @@ type EchoHandler struct{}
 
 func (EchoHandler) OnOpen(*CallbackConn) {}
 
-func (EchoHandler) OnData(c *CallbackConn, data []byte) { c.WriteNoCopy(data) }
+func (EchoHandler) OnData(c *CallbackConn, data []byte) {
+	if _, err := c.WriteNoCopy(data); err != nil {
+		c.Close() // refused (ErrWriteBufferFull): never drop echoed bytes
+	}
+}
 
 func (EchoHandler) OnClose(*CallbackConn, error) {}
 

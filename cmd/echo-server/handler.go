@@ -43,6 +43,13 @@ type echoHandler struct{}
 
 func (echoHandler) OnOpen(*uringrt.CallbackConn) {}
 
-func (echoHandler) OnData(c *uringrt.CallbackConn, data []byte) { c.WriteNoCopy(data) }
+// OnData echoes data; a write the connection's queue refuses
+// (uringrt.ErrWriteBufferFull: the peer stopped reading) closes the
+// connection instead of dropping the bytes.
+func (echoHandler) OnData(c *uringrt.CallbackConn, data []byte) {
+	if _, err := c.WriteNoCopy(data); err != nil {
+		c.Close()
+	}
+}
 
 func (echoHandler) OnClose(*uringrt.CallbackConn, error) {}
