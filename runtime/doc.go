@@ -2,7 +2,9 @@
 // io_uring rings, behind Go's own interfaces: net.Listener, net.Conn and
 // net.PacketConn, plus a callback API for the fastest path. Its import path
 // is github.com/uringrt/uringrt/runtime and its name is uringrt, so a
-// program imports it beside the standard runtime package without an alias.
+// program imports it beside the standard runtime package without an alias
+// (goimports and gopls write the name out, uringrt "github.com/...",
+// because it differs from the path's last element: the same import).
 //
 // # Listen
 //

@@ -71,9 +71,9 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.StringVar(&o.backend, "backend", "auto", "backend: auto, uring or std")
 	fs.StringVar(&o.pollable, "pollable", "hybrid", "pollable-request policy: hybrid, ring, async or blocking")
 	fs.StringVar(&o.batch, "batch", "on", "batched waiting for completions: on or off")
-	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add")
-	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never)")
-	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops)")
+	fs.DurationVar(&o.waitLatency, "wait-latency", uringrt.DefaultWaitLatency, "bound on the latency batched waiting may add (locked loops: -locked-loops)")
+	fs.DurationVar(&o.idlePoll, "idle-poll", 0, "busy-poll this long before a loop sleeps (0 = never; locked loops: -locked-loops)")
+	fs.BoolVar(&o.dedicated, "dedicated", false, "loops keep their P while they wait up to 1 ms (Config.DedicatedLoops; locked loops: -locked-loops)")
 	fs.BoolVar(&o.lockedLoops, "locked-loops", false, "each loop a locked OS thread sleeping in io_uring_enter on a DEFER_TASKRUN ring, instead of a goroutine sleeping in Go's netpoller (Config.LockedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.noBundles, "no-bundles", false, "one provided buffer per callback recv CQE instead of recv bundles (IORING_RECVSEND_BUNDLE, Linux 6.10+; Config.DisableRecvBundles)")
@@ -157,11 +157,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend},
 	}
 	o.limits.apply(&cfg)
-	if !o.lockedLoops && (o.batch == "off" || o.idlePoll > 0 || o.dedicated) {
-		// Batched waiting, the idle poll and a held P are how a locked
-		// loop waits; a loop parked in Go's netpoller has none of them.
-		fmt.Fprintln(stderr, "echo-server: -batch off, -idle-poll and -dedicated apply to locked loops: add -locked-loops")
-		return 2
+	if !o.lockedLoops {
+		// Batched waiting, the idle poll and a held P
+		// are how a locked loop waits; a loop parked in Go's netpoller has
+		// none of them.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"-batch off", o.batch == "off"}, {"-idle-poll", o.idlePoll > 0}, {"-dedicated", o.dedicated}} {
+			if f.set {
+				fmt.Fprintf(stderr, "echo-server: %s applies to locked loops: add -locked-loops\n", f.name)
+				return 2
+			}
+		}
 	}
 	if o.batch == "off" {
 		cfg.WaitBatch = experiment.WaitBatchOff
@@ -202,7 +210,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	hs.listening.Store(true)
 	logger.Info("echo-server listening", "addr", ln.Addr().String(), "api", o.api, "backend", rt.Backend().String(),
-		"pollable", pollable.String(), "batch", o.batch, "loops", rt.Config().Loops, "metrics", metricsAddrOf(msrv), "version", version)
+		"pollable", pollable.String(), "locked_loops", o.lockedLoops, "batch", o.batch, "loops", rt.Config().Loops, "metrics", metricsAddrOf(msrv), "version", version)
 
 	served := make(chan struct{})
 	go func() {
