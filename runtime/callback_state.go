@@ -15,7 +15,7 @@ import (
 // needs to know who calls. Go offers no goroutine identity: gettid(2) is a
 // system call (80-330 ns measured on the 2-core test machine, against a
 // few microseconds per echoed message, and it names a thread, not a
-// goroutine, which moves between threads under SchedulerWait), and reading
+// goroutine, and a loop parked in Go's netpoller moves between threads), and reading
 // the runtime's g pointer takes assembly per architecture that the Go
 // runtime does not promise to keep working. So the runtime does not ask who
 // calls; it makes the answer not matter:
