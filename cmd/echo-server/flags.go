@@ -95,8 +95,9 @@ func hostPort(allowPath, allowEmpty bool) flagRange {
 
 // Bounds of the numeric flags, and why.
 const (
-	// maxLoops: each loop is one locked OS thread and one ring; past a few
-	// per core they only contend.
+	// maxLoops: each loop is one ring and its goroutine (a locked OS
+	// thread with -locked-loops); past a few per core they only contend,
+	// so the echo-server stops well below the runtime's uringrt.MaxLoops.
 	maxLoops = 256
 	// maxWorkers: fixed workers are goroutines with private lists (a few
 	// KiB each); 1,000,000 took 3.9 GB and 22 s to start.
