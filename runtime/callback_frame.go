@@ -42,6 +42,23 @@ type frameState struct {
 	joined bool   // rd is kept with new bytes appended
 }
 
+// holdInput holds c's callback state for a framing method called in c's
+// OnData and marks the input as used (what Next and Discard leave stays
+// for the next OnData); the caller unholds. It reports false, holding
+// nothing, anywhere else.
+func (c *CallbackConn) holdInput() (*frameState, bool) {
+	if !c.holdWait() {
+		return nil, false
+	}
+	f := &c.frame
+	if f.rd == nil {
+		c.unhold()
+		return nil, false
+	}
+	f.used = true
+	return f, true
+}
+
 // Peek returns the next n bytes of input without consuming them (n < 0:
 // all of it). Past what is buffered it returns all that is buffered and
 // io.ErrShortBuffer. The bytes are valid until OnData returns; calling Peek
@@ -49,15 +66,11 @@ type frameState struct {
 // OnData. From anywhere but the connection's OnData it returns nil,
 // ErrNotInCallback.
 func (c *CallbackConn) Peek(n int) ([]byte, error) {
-	if !c.holdWait() {
+	f, ok := c.holdInput()
+	if !ok {
 		return nil, ErrNotInCallback
 	}
 	defer c.unhold()
-	f := &c.frame
-	if f.rd == nil {
-		return nil, ErrNotInCallback
-	}
-	f.used = true
 	buf := f.rd[f.off:]
 	if n < 0 {
 		return buf, nil
@@ -73,15 +86,11 @@ func (c *CallbackConn) Peek(n int) ([]byte, error) {
 // io.ErrShortBuffer. The bytes are valid until OnData returns. From
 // anywhere but the connection's OnData it returns nil, ErrNotInCallback.
 func (c *CallbackConn) Next(n int) ([]byte, error) {
-	if !c.holdWait() {
+	f, ok := c.holdInput()
+	if !ok {
 		return nil, ErrNotInCallback
 	}
 	defer c.unhold()
-	f := &c.frame
-	if f.rd == nil {
-		return nil, ErrNotInCallback
-	}
-	f.used = true
 	buf := f.rd[f.off:]
 	if n < 0 {
 		n = len(buf)
@@ -98,15 +107,11 @@ func (c *CallbackConn) Next(n int) ([]byte, error) {
 // it and returns that count and io.ErrShortBuffer. From anywhere but the
 // connection's OnData it returns 0, ErrNotInCallback.
 func (c *CallbackConn) Discard(n int) (int, error) {
-	if !c.holdWait() {
+	f, ok := c.holdInput()
+	if !ok {
 		return 0, ErrNotInCallback
 	}
 	defer c.unhold()
-	f := &c.frame
-	if f.rd == nil {
-		return 0, ErrNotInCallback
-	}
-	f.used = true
 	left := len(f.rd) - f.off
 	if n < 0 || n > left {
 		f.off = len(f.rd)
