@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -57,7 +55,7 @@ type loop struct {
 	lastYield   time.Time      // when the loop last let go of its P (loop_yield.go)
 	closing     int            // fds waiting for their ops' CQEs before close(2)
 	closes      closeQueue     // fds ready for close(2), a budget per iteration (close.go)
-	tid         int32          // the thread running the loop now (0 for a locked loop; op_poll.go rehome)
+	tid         int32          // the thread running this iteration, 0 until curTid reads it (op_poll.go)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
@@ -89,9 +87,7 @@ func (l *loop) run() {
 	defer close(l.done)
 	idle := loopIdleWait
 	for {
-		if l.gw != nil {
-			l.tid = int32(unix.Gettid()) // a raw system call, no allocation
-		}
+		l.tid = 0 // read again by curTid when a poll needs it
 		l.drainQueue()
 		l.resendCancels()
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now

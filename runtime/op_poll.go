@@ -15,7 +15,7 @@ import (
 func (l *loop) prepPoll(sqe *netpoll.SQE, o *op) {
 	if o.kind == opPollIn {
 		sqe.PrepPollAdd(o.fd, unix.POLLIN|unix.POLLRDHUP, !l.rt.cfg.DisableMultishot)
-		o.tid = l.tid
+		o.tid = l.curTid()
 	} else {
 		sqe.PrepPollAdd(o.fd, unix.POLLOUT, false)
 	}
@@ -36,7 +36,7 @@ func (l *loop) completePollIn(o *op) {
 			l.wakes = append(l.wakes, &o.nfd.wr)
 		}
 	}
-	if o.armed && o.tid != l.tid {
+	if o.armed && o.tid != l.curTid() {
 		l.rehome(o)
 	}
 	if !o.armed {
@@ -60,7 +60,17 @@ func (l *loop) completePollOut(o *op) {
 // hands its P on) an op's completion task_work runs on the thread that
 // submitted it, and wakes that thread if it sleeps: with a thousand
 // connections armed while the loop ran elsewhere, an idle thread woke for
-// every message. Locked loops never move (l.tid stays 0).
+// every message. Locked loops never move (curTid is 0 for them).
 func (l *loop) rehome(o *op) {
 	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle
+}
+
+// curTid returns the thread the loop runs on in this iteration, read once
+// per iteration and only when a poll is armed or completes (gettid(2) is a
+// raw system call, but not free on the loop's path); 0 for a locked loop.
+func (l *loop) curTid() int32 {
+	if l.tid == 0 && l.gw != nil {
+		l.tid = int32(unix.Gettid())
+	}
+	return l.tid
 }
