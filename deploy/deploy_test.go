@@ -25,6 +25,7 @@ var knownMetrics = map[string]string{
 	"uringrt_cq_overflows_total":             "counter",
 	"uringrt_buffer_ring_exhausted_total":    "counter",
 	"uringrt_buffers_lent_total":             "counter",
+	"uringrt_stream_mode_enters_total":       "counter",
 	"uringrt_sq_full_total":                  "counter",
 	"uringrt_connections_accepted_total":     "counter",
 	"uringrt_connections_closed_total":       "counter",

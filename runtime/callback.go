@@ -47,6 +47,11 @@ type CallbackConn struct {
 	closeErr  error
 	armed     int
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
+	stream    []byte // stream mode's recv buffer (callback_stream.go), or nil
+	streamRun int    // big recvs in a row toward stream mode
+	streamLen int    // the length of the stream-mode recv in flight
+	probing   bool   // a new connection's first recvs (callback_stream.go)
+	fresh     bool   // no recv armed yet (callback_stream.go)
 	blocking  bool
 	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open
 	slot      int32  // registered file slot, or -1
@@ -164,6 +169,9 @@ func (l *loop) registerCB(c *CallbackConn) {
 	if l.bufRing == nil {
 		c.ownBuf = make([]byte, l.rt.cfg.BufferSize)
 		c.recvOp.buf = c.ownBuf
+	} else {
+		c.probing = !c.blocking && !l.rt.cfg.DisableMultishot // callback_stream.go
+		c.fresh = c.probing
 	}
 	c.callOpen()
 	if !c.closing {
@@ -230,6 +238,7 @@ func (c *CallbackConn) maybeFinalize() {
 	l := c.l
 	c.finalized = true
 	c.outq.release(l) // no send in flight: every chunk goes back
+	c.leaveStream()
 	delete(l.cbConns, c)
 	if c.slot >= 0 {
 		l.releaseFixedFile(c.slot)

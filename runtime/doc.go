@@ -27,8 +27,10 @@
 //
 // New starts a runtime of its own; its Serve runs the callback API on a
 // listener: each connection is read by a multishot recv into a provided
-// buffer ring, and OnData runs on the connection's loop with bytes valid
-// only during the call. Writes are queued and sent in batches.
+// buffer ring (a connection that streams large reads switches to a recv
+// into a 32 KiB buffer of its own: callback_stream.go), and OnData runs on
+// the connection's loop with bytes valid only during the call. Writes are
+// queued and sent in batches.
 //
 //	rt, err := uringrt.New(uringrt.Config{})
 //	if err != nil { ... }
@@ -246,8 +248,9 @@ package uringrt
 //	handler.go     the callback API: Handler; callback.go CallbackConn;
 //	               outq.go its output queue; lend.go buffer lending (a
 //	               Write of OnData's data sends the provided buffers
-//	               themselves); budget.go the memory budget; idle.go
-//	               IdleTimeout
+//	               themselves); callback_stream.go stream mode (a
+//	               streaming connection reads into its own buffer);
+//	               budget.go the memory budget; idle.go IdleTimeout
 //	udp_conn.go    PacketConn and its one seam, udpSocket: a loop's ringUDP
 //	               or, under BackendStd, Go's *net.UDPConn (stdUDP)
 //	udp.go         ringUDP: udp_read.go, udp_write.go, udp_batch.go,

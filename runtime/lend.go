@@ -29,10 +29,11 @@ const lendMin = 2 << 10
 
 // lendable is the run of buffers OnData is being called with (loop-owned).
 type lendable struct {
-	data  []byte // the run's bytes, as passed to OnData
-	first uint16 // its first buffer id
-	n     uint16 // its buffer count
-	taken bool   // a WriteNoCopy lent it: do not recycle after OnData
+	data   []byte // the run's bytes, as passed to OnData
+	stream []byte // the stream-mode recv buffer data lies in, or nil (ring buffers)
+	first  uint16 // its first buffer id
+	n      uint16 // its buffer count
+	taken  bool   // a WriteNoCopy lent it: do not recycle after OnData
 }
 
 // offer makes buffers first..first+n-1, holding data, lendable during the
@@ -53,6 +54,16 @@ func (l *loop) endOffer() bool {
 // (see offer) and the limits allow; it reports whether it did.
 func (c *CallbackConn) tryLend(p []byte) bool {
 	l := c.l
+	if s := l.lend.stream; s != nil {
+		// A stream-mode recv buffer (callback_stream.go): its connection
+		// reads into a fresh one next.
+		if len(p) < lendMin || l.lend.taken || !within(p, l.lend.data) {
+			return false
+		}
+		l.lend.taken = true
+		c.outq.lendStream(l, p, s)
+		return true
+	}
 	// p in l's ring at all (ringMem is set once at start): a Write of
 	// another loop's data is refused before l.lend, which only l's
 	// goroutine touches, is read.

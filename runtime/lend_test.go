@@ -75,7 +75,14 @@ func TestCallbackLendWritesTwice(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	msg := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	// 8 KiB that repeat nowhere, so that splitHalves has few splits to
+	// try.
+	msg := make([]byte, 8<<10)
+	x := uint32(1)
+	for i := range msg {
+		x = x*1664525 + 1013904223
+		msg[i] = byte(x >> 24)
+	}
 	var want []byte
 	for i := 0; i < 20; i++ {
 		msg[0] = byte(i)
@@ -105,27 +112,35 @@ func TestCallbackLendWritesTwice(t *testing.T) {
 
 // splitHalves checks that out is, for some split of msg into pieces
 // p1, p2, ..., the concatenation of p[:len/2], p for each piece, and returns
-// msg when it is.
+// msg when it is. It tries every split, each (msg offset, out offset) pair
+// once: a piece taken one byte too long still matches (the next piece's
+// half continues msg) and fails only later.
 func splitHalves(out, msg []byte) ([]byte, bool) {
-	var rebuilt []byte
-	for len(out) > 0 {
-		left := msg[len(rebuilt):]
-		ok := false
-		for k := len(left); k > 0; k-- {
-			p := left[:k]
+	seen := map[[2]int]bool{}
+	var from func(i, j int) bool
+	from = func(i, j int) bool {
+		if i == len(msg) || j == len(out) {
+			return i == len(msg) && j == len(out)
+		}
+		if seen[[2]int{i, j}] {
+			return false
+		}
+		seen[[2]int{i, j}] = true
+		o := out[j:]
+		for k := len(msg) - i; k > 0; k-- {
+			p := msg[i : i+k]
 			h := p[:k/2]
-			if len(out) >= len(h)+k && bytes.Equal(out[:len(h)], h) && bytes.Equal(out[len(h):len(h)+k], p) {
-				out = out[len(h)+k:]
-				rebuilt = append(rebuilt, p...)
-				ok = true
-				break
+			if len(o) >= len(h)+k && o[len(h)] == p[0] && bytes.Equal(o[:len(h)], h) &&
+				bytes.Equal(o[len(h):len(h)+k], p) && from(i+k, j+len(h)+k) {
+				return true
 			}
 		}
-		if !ok {
-			return nil, false
-		}
+		return false
 	}
-	return rebuilt, len(rebuilt) == len(msg)
+	if !from(0, 0) {
+		return nil, false
+	}
+	return msg, true
 }
 
 // TestCallbackLendCapSlowReaders: peers that send and never read keep

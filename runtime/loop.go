@@ -43,6 +43,7 @@ type loop struct {
 	bufRing     *netpoll.BufRing
 	bundles     bool                // callback recvs take bundles (op_cb.go)
 	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
+	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool

@@ -19,6 +19,7 @@ type loopStats struct {
 	pollArms                   atomic.Uint64
 	enobufs                    atomic.Uint64
 	lentBufs                   atomic.Uint64
+	streamEnters               atomic.Uint64
 	idlePollHits, idlePollMiss atomic.Uint64
 	accepted, closed, rejected atomic.Uint64
 	readBytes, writtenBytes    atomic.Uint64

@@ -23,6 +23,14 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 		sqe.PrepRecv(o.fd, o.buf, 0)
 		return
 	}
+	if c := o.cc; c.stream != nil { // callback_stream.go
+		c.streamLen = c.streamRoom()
+		sqe.PrepRecv(o.fd, c.stream[:c.streamLen], 0)
+		return
+	} else if c.probing {
+		l.prepProbe(sqe, o)
+		return
+	}
 	if l.rt.cfg.DisableMultishot {
 		sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
 	} else {
@@ -94,13 +102,17 @@ func (c *CallbackConn) onRecv(o *op) {
 		}
 		id, _ := o.bufferID()
 		c.deliverBundle(id, int(res))
+		c.noteRecv(int(res)) // callback_stream.go
 	case res > 0:
 		var data []byte
 		id, hasBuf := o.bufferID()
 		recycle := hasBuf
-		if hasBuf {
+		switch {
+		case hasBuf:
 			data, recycle = l.bufRing.Take(id, int(res), o.flags)
-		} else {
+		case c.stream != nil:
+			data = c.stream[:res]
+		default:
 			data = c.ownBuf[:res]
 		}
 		l.stats.readBytes.Add(uint64(res))
@@ -109,15 +121,19 @@ func (c *CallbackConn) onRecv(o *op) {
 			c.tm.lastRead = monoNow() // callback_deadline.go
 		}
 		if !c.closing {
-			if recycle {
+			switch {
+			case recycle:
 				recycle = !c.deliverOffered(data, id, 1)
-			} else {
+			case c.stream != nil:
+				c.deliverStream(data) // callback_stream.go
+			default:
 				c.deliver(data)
 			}
 		}
 		if recycle {
 			l.bufRing.Recycle(id)
 		}
+		c.noteRecv(int(res)) // callback_stream.go
 	case res == 0:
 		c.readEOF()
 	case res == -int32(syscall.ENOBUFS):
@@ -135,6 +151,10 @@ func (c *CallbackConn) onRecv(o *op) {
 	if c.closing {
 		c.maybeFinalize()
 		return
+	}
+	if c.paused && c.stream != nil {
+		c.leaveStream() // callback_stream.go: hold nothing while paused
+		c.probing = true
 	}
 	if !o.armed && !c.paused && !c.rdEOF {
 		if res == -int32(syscall.ENOBUFS) {

@@ -30,7 +30,12 @@ type outChunk struct {
 	b     []byte
 	first uint16
 	lent  uint16
+	sbuf  []byte // a lent stream-mode recv buffer holding b (callback_stream.go)
 }
+
+// borrowed reports whether c's bytes lie in a lent buffer (nothing is ever
+// appended to it).
+func (c *outChunk) borrowed() bool { return c.lent > 0 || c.sbuf != nil }
 
 // Chunk size classes. A new chunk is the smallest class that holds the
 // bytes still to copy and half the bytes already queued, so a short
@@ -134,6 +139,17 @@ func (q *outQueue) lend(p []byte, first, n uint16) {
 	q.chunks = append(q.chunks, outChunk{b: p[:len(p):len(p)], first: first, lent: n})
 }
 
+// lendStream queues p, which lies in the stream-mode recv buffer sbuf,
+// without copying it: sbuf goes back to l's pool when the chunk is sent
+// or dropped. Its capacity counts in the memory budget, as a pooled
+// chunk's does.
+func (q *outQueue) lendStream(l *loop, p, sbuf []byte) {
+	q.n += len(p)
+	q.chunks = append(q.chunks, outChunk{b: p[:len(p):len(p)], sbuf: sbuf})
+	q.held += cap(sbuf)
+	l.budgetAdd(cap(sbuf))
+}
+
 // next returns the bytes to submit in the next send (the unsent part of
 // the head chunk) and marks them in flight; nil when nothing is queued.
 func (q *outQueue) next() []byte {
@@ -199,7 +215,7 @@ func (q *outQueue) sent(l *loop, m int) bool {
 		}
 		m -= left
 		q.head = len(q.chunks[0].b)
-		if len(q.chunks) == 1 && q.n > 0 && q.chunks[0].lent == 0 {
+		if len(q.chunks) == 1 && q.n > 0 && !q.chunks[0].borrowed() {
 			break
 		}
 		q.popHead(l)
@@ -224,6 +240,12 @@ func (q *outQueue) popHead(l *loop) {
 func (q *outQueue) drop(l *loop, c outChunk) {
 	if c.lent > 0 {
 		l.returnLent(c.first, c.lent)
+		return
+	}
+	if c.sbuf != nil {
+		q.held -= cap(c.sbuf)
+		l.budgetAdd(-cap(c.sbuf))
+		l.putStreamBuf(c.sbuf)
 		return
 	}
 	q.held -= cap(c.b)

@@ -63,6 +63,11 @@ type LoopStats struct {
 	// BuffersLent counts provided buffers a callback Write sent without a
 	// copy.
 	BuffersLent uint64
+	// StreamEnters counts callback connections switched to stream mode:
+	// after consecutive large reads, a single-shot recv into a 32 KiB
+	// buffer of the connection's own instead of the provided buffer ring
+	// (callback_stream.go).
+	StreamEnters uint64
 	// IdlePollWork and IdlePollTimeout count busy-polls before sleeping
 	// (Config.IdlePoll) that found work, or that ended in sleep.
 	IdlePollWork, IdlePollTimeout uint64
@@ -176,6 +181,7 @@ func (l *loop) snapshot() LoopStats {
 		PollArms:            st.pollArms.Load(),
 		BufferRingExhausted: st.enobufs.Load(),
 		BuffersLent:         st.lentBufs.Load(),
+		StreamEnters:        st.streamEnters.Load(),
 		IdlePollWork:        st.idlePollHits.Load(),
 		IdlePollTimeout:     st.idlePollMiss.Load(),
 		Closed:              closed,

@@ -1,0 +1,170 @@
+package uringrt
+
+import "github.com/uringrt/uringrt/netpoll"
+
+// Stream mode: a callback connection that keeps receiving large reads
+// (a bulk transfer, a pipelined stream) stops taking the loop's provided
+// buffers and reads with a single-shot recv into a buffer of its own,
+// re-armed after each OnData, the way a goroutine-per-connection server
+// reads into its one buffer; WriteNoCopy of what it read lends that buffer
+// to the send (lend.go) and the next recv takes another from the loop's
+// pool.
+//
+// Why: a multishot recv takes everything the socket holds into provided
+// buffers, and the loop's ring of them (4 MiB by default) is reused in
+// FIFO order, so at bulk rates each recv writes into memory the CPU cache
+// no longer holds, and each send reads it back from there (in config iv of
+// ../shared/bench, 64 KiB messages, the kernel's copies cost 1.7x per byte
+// what they cost Go's net; BENCHMARKS.md). A 32 KiB buffer per streaming
+// connection, taken most recently used first, stays in cache.
+//
+// The states of a connection's recv:
+//   - probe (a new connection, or one that resumes reading after a
+//     pause): single-shot recvs from the provided buffers, which hold no
+//     memory while they wait; a new connection's first one takes a bundle
+//     of up to streamBufSize bytes. A recv under streamBig bytes (a request, a small
+//     message) moves to the multishot recv; probeEnter big ones in a row
+//     to stream mode, so a bulk transfer never goes through the multishot
+//     recv (whose burst reads of a new connection's first window also
+//     left the peer's BBR with a low bandwidth estimate, which paced every
+//     later send of the peer on loopback: BENCHMARKS.md).
+//   - multishot: no SQE per message. streamEnter recvs in a row of at
+//     least streamBig bytes (or full provided buffers) move to stream mode
+//     (the multishot recv is cancelled; its last completion re-arms).
+//   - stream: streamLeave recvs in a row under streamSmall bytes (the
+//     stream turned into small messages) give the buffer back to the pool
+//     and move to the multishot recv. A connection whose reads pause (its
+//     peer does not take its output: budget.go) gives its buffer back and
+//     probes again when it resumes. A connection whose stream stopped
+//     keeps its buffer while idle, as a net.Conn server's copy buffer
+//     does.
+//
+// Without a provided buffer ring every connection reads into its own
+// buffer, and none of this applies.
+
+const (
+	streamBufSize = 32 << 10 // bytes of a streaming connection's recv buffer
+	streamBig     = 8 << 10  // a recv of at least this many bytes counts toward stream mode
+	streamSmall   = 2 << 10  // a recv under this many bytes counts toward leaving stream mode
+	streamEnter   = 4        // big multishot recvs in a row that enter stream mode
+	streamLeave   = 4        // small recvs in a row that leave stream mode
+	probeEnter    = 2        // big probe recvs in a row that enter stream mode
+	streamPoolMax = 64       // stream buffers a loop keeps for reuse
+)
+
+// noteRecv moves c's recv between the states above after a completion of
+// n > 0 bytes (loop only; the change takes effect at the recv's next arm).
+func (c *CallbackConn) noteRecv(n int) {
+	l := c.l
+	if l.bufRing == nil || c.blocking || c.closing {
+		return
+	}
+	big := n >= min(streamBig, int(l.bufRing.Size()))
+	switch {
+	case c.stream != nil:
+		if n >= streamSmall {
+			c.streamRun = 0
+		} else if c.streamRun++; c.streamRun >= streamLeave {
+			c.streamRun = 0
+			c.leaveStream() // the multishot recv next
+		}
+	case c.probing:
+		if !big {
+			c.probing, c.streamRun = false, 0 // the multishot recv next
+			return
+		}
+		if c.streamRun++; c.streamRun >= probeEnter {
+			c.probing, c.streamRun = false, 0
+			c.enterStream()
+		}
+	default:
+		if !big {
+			c.streamRun = 0
+			return
+		}
+		if c.streamRun++; c.streamRun >= streamEnter {
+			c.streamRun = 0
+			c.enterStream()
+			l.cancelOp(&c.recvOp) // a multishot recv: its last CQE re-arms
+		}
+	}
+}
+
+// enterStream gives c a stream buffer (loop only).
+func (c *CallbackConn) enterStream() {
+	c.stream = c.l.getStreamBuf()
+	c.l.stats.streamEnters.Add(1)
+}
+
+// prepProbe preps a probe recv (see above): single-shot into one provided
+// buffer, or for a new connection's first recv a bundle of up to
+// streamBufSize bytes. Only then: a single-shot bundle that fills its
+// buffers retries once for whatever the socket holds (Linux 6.12+), which
+// a new connection bounds by its initial receive buffer (tcp_rmem's
+// default, 128 KiB), but a connection resuming after a pause would not
+// (its peer may have filled a receive buffer grown to megabytes), letting
+// it overshoot the memory budget.
+func (l *loop) prepProbe(sqe *netpoll.SQE, o *op) {
+	sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
+	if c := o.cc; c.fresh && l.bundles {
+		c.fresh = false
+		sqe.SetBundle()
+		sqe.Len = streamBufSize
+	}
+}
+
+// deliverStream is deliver of data read into c's stream buffer, which
+// OnData's WriteNoCopy may lend (lend.go): the send then reads the buffer
+// the kernel just filled, with no copy, and c reads into another one.
+func (c *CallbackConn) deliverStream(data []byte) {
+	l := c.l
+	if c.blocking || l.rt.cfg.DisableBufferLending {
+		c.deliver(data)
+		return
+	}
+	l.lend = lendable{data: data, stream: c.stream}
+	c.deliver(data)
+	if l.endOffer() {
+		c.stream = l.getStreamBuf()
+	}
+}
+
+// leaveStream gives c's stream buffer back once no recv uses it (loop
+// only; c's recv is not armed: its completion is being handled, or it was
+// never re-armed).
+func (c *CallbackConn) leaveStream() {
+	if c.stream == nil || c.recvOp.armed {
+		return
+	}
+	c.l.putStreamBuf(c.stream)
+	c.stream = nil
+}
+
+// streamRoom is the length of c's next stream-mode recv: its whole buffer,
+// or less when its queue leaves less room under MaxWriteBuffer (so an echo
+// or a proxy is paused before its writes could pass the cap and fail).
+// Unlike a multishot arm (recvRoom) it is not cut further while the peer
+// is slow: a single-shot recv overshoots a pause by at most its buffer.
+func (c *CallbackConn) streamRoom() int {
+	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
+	return max(min(room, len(c.stream)), 1<<10)
+}
+
+// getStreamBuf takes a stream buffer from the loop's pool, or a new one.
+func (l *loop) getStreamBuf() []byte {
+	if n := len(l.streamBufs); n > 0 {
+		b := l.streamBufs[n-1]
+		l.streamBufs[n-1] = nil
+		l.streamBufs = l.streamBufs[:n-1]
+		return b
+	}
+	return make([]byte, streamBufSize)
+}
+
+// putStreamBuf returns b to the pool, the most recently used on top so
+// the next taker finds it in cache; past streamPoolMax it is dropped.
+func (l *loop) putStreamBuf(b []byte) {
+	if len(l.streamBufs) < streamPoolMax {
+		l.streamBufs = append(l.streamBufs, b)
+	}
+}

@@ -1,0 +1,182 @@
+package uringrt
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// streamStates counts l's callback conns in stream mode and probing.
+func streamStates(t *testing.T, l *loop) (stream, probing, conns int) {
+	onLoop(l, func() {
+		for c := range l.cbConns {
+			conns++
+			if c.stream != nil {
+				stream++
+			}
+			if c.probing {
+				probing++
+			}
+		}
+	})
+	return
+}
+
+func streamEnters(rt *Runtime) (n uint64) {
+	for _, l := range rt.Stats().Loops {
+		n += l.StreamEnters
+	}
+	return n
+}
+
+// TestCallbackStreamMode: connections that stream large writes read into
+// buffers of their own (stream mode), echo every byte in order through
+// WriteNoCopy's lending of those buffers, and leave stream mode, giving
+// the buffer back, when the same connections turn to small messages.
+func TestCallbackStreamMode(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring: every connection reads into its own buffer")
+	}
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		// Half lent, half copied: the lent part must stay intact
+		// while the copy is queued behind it.
+		h := len(d) / 2
+		c.WriteNoCopy(d[:h])
+		c.Write(d[h:])
+	}})
+	const conns = 4
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs[i] = c
+	}
+	inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 8<<20, byte(i), 64<<10) })
+	stream, _, n := streamStates(t, rt.loops[0])
+	if n != conns || stream != conns {
+		t.Fatalf("after 8 MiB each way: %d of %d conns in stream mode, want all", stream, n)
+	}
+	if e := streamEnters(rt); e < conns {
+		t.Fatalf("StreamEnters %d, want >= %d", e, conns)
+	}
+	// The same connections, now small messages: stream mode ends.
+	inParallel(t, conns, func(i int) error {
+		for k := range 2 * streamLeave {
+			if err := echoPattern(cs[i], 100, byte(k), 100); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if stream, _, _ := streamStates(t, rt.loops[0]); stream != 0 {
+		t.Fatalf("after small messages %d conns still in stream mode", stream)
+	}
+}
+
+// TestCallbackSmallMessagesNoStream: request/response traffic of small
+// messages never enters stream mode: it stays on the multishot recv after
+// its first recv.
+func TestCallbackSmallMessagesNoStream(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	ln := serveCB(t, rt, EchoHandler{})
+	inParallel(t, 8, func(i int) error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for k := range 200 {
+			if err := echoPattern(c, 512, byte(i+k), 512); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if e := streamEnters(rt); e != 0 {
+		t.Fatalf("StreamEnters %d for 512-byte ping-pong, want 0", e)
+	}
+}
+
+// TestCallbackStreamModeEntersFromMultishot: a connection that starts with
+// small messages (so it is on the multishot recv) and then streams enters
+// stream mode through the multishot recv's cancellation, and loses no
+// byte on the way.
+func TestCallbackStreamModeEntersFromMultishot(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) { c.WriteNoCopy(d) }})
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for k := range 10 {
+		if err := echoPattern(c, 64, byte(k), 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stream, probing, _ := streamStates(t, rt.loops[0]); stream != 0 || probing != 0 {
+		t.Fatalf("after small messages: stream %d probing %d, want the multishot recv", stream, probing)
+	}
+	if err := echoPattern(c, 16<<20, 7, 256<<10); err != nil {
+		t.Fatal(err)
+	}
+	if stream, _, _ := streamStates(t, rt.loops[0]); stream != 1 {
+		t.Fatal("a 16 MiB stream did not enter stream mode from the multishot recv")
+	}
+}
+
+// echoPattern writes n patterned bytes (seed) in writes of at most chunk
+// bytes while reading the echo, and checks it byte for byte.
+func echoPattern(c net.Conn, n int, seed byte, chunk int) error {
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	sent := make([]byte, n)
+	for i := range sent {
+		sent[i] = seed + byte(i*31) + byte(i>>12)
+	}
+	var werr atomic.Value
+	go func() {
+		for off := 0; off < n; off += chunk {
+			if _, err := c.Write(sent[off:min(off+chunk, n)]); err != nil {
+				werr.Store(err)
+				return
+			}
+		}
+	}()
+	got := make([]byte, n)
+	if _, err := io.ReadFull(c, got); err != nil {
+		if e := werr.Load(); e != nil {
+			return fmt.Errorf("write: %v; read: %v", e, err)
+		}
+		return err
+	}
+	if i := firstDiff(got, sent); i >= 0 {
+		return fmt.Errorf("echo byte %d of %d is %d, want %d", i, n, got[i], sent[i])
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return len(a)
+}
