@@ -176,6 +176,9 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 		if len(args) < 2 {
 			return arity(out, args)
 		}
+		if len(cl.chans) == 0 {
+			s.startQbase(cl)
+		}
 		for _, ch := range args[1:] {
 			n := s.ps.subscribe(cl, ch)
 			out = subReply(out, "subscribe", ch, n)

@@ -41,7 +41,6 @@ type server struct {
 	sweeping atomic.Bool // sweeper != nil, read without mu
 
 	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
-	chunks  sync.Pool                   // free *msgChunk of subscribers' batches
 }
 
 // newServer makes a server; shared says that callbacks of different
@@ -62,11 +61,15 @@ type client struct {
 	// frame is the scratch buffer of the messages this client publishes.
 	frame []byte
 	// mq is this subscriber's batch of messages not yet written (mqBytes
-	// bytes, in chunks), and flushing says that its write is scheduled
-	// (pubsub.go); under mmu when callbacks run in parallel.
+	// bytes, in runs of channel segments), and flushing says that its
+	// write is scheduled (pubsub.go); qbase is an upper bound of its
+	// queued output without the batch: the exact figure when the last
+	// batch was written, plus the replies its OnData wrote since (sends
+	// only lower it). All under mmu when callbacks run in parallel.
 	mmu      sync.Mutex
-	mq       []*msgChunk
+	mq       []msgRef
 	mqBytes  int
+	qbase    int
 	flushing bool
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
@@ -131,6 +134,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 		s.hold(cl, 0)
 	}
 	if len(out) > 0 {
+		s.noteReplies(cl, len(out))
 		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
 			// Replies past Config.MaxWriteBuffer while the client does
 			// not read them (reads pause before that, so only one huge
