@@ -36,6 +36,15 @@ const (
 
 // lookup returns the command named name (any case) without allocating.
 func lookup(name []byte) int {
+	if len(name) == 3 { // GET and SET, most requests, without the switch
+		// |0x20 lower-cases a letter; only 'G' and 'g' give 'g', and so on.
+		switch string([]byte{name[0] | 0x20, name[1] | 0x20, name[2] | 0x20}) {
+		case "get":
+			return cmdGet
+		case "set":
+			return cmdSet
+		}
+	}
 	var lc [16]byte
 	if len(name) > len(lc) {
 		return cmdUnknown

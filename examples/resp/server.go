@@ -105,23 +105,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	if cl.closing {
 		return
 	}
-	buf := data
-	out := cl.out[:0]
-	for len(buf) > 0 && !cl.closing {
-		args, n, err := cl.p.Next(buf)
-		if err != nil {
-			out = proto.AppendError(out, "ERR "+err.Error())
-			cl.closing = true
-			break
-		}
-		if n == 0 {
-			break
-		}
-		buf = buf[n:]
-		if len(args) > 0 {
-			out = s.exec(cl, args, out)
-		}
-	}
+	out, buf := s.runAll(cl, data, cl.out[:0])
 	if !cl.closing && len(buf) > 0 {
 		// Keep the partial request: consume what was run, leave the rest.
 		c.Discard(len(data) - len(buf))
@@ -150,6 +134,29 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	} else {
 		cl.out = nil
 	}
+}
+
+// runAll runs every complete request at the front of data, appending
+// their replies to out, and returns out and the bytes left (a partial
+// request). A protocol error appends its RESP error and sets cl.closing.
+func (s *server) runAll(cl *client, data, out []byte) ([]byte, []byte) {
+	buf := data
+	for len(buf) > 0 && !cl.closing {
+		args, n, err := cl.p.Next(buf)
+		if err != nil {
+			out = proto.AppendError(out, "ERR "+err.Error())
+			cl.closing = true
+			break
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[n:]
+		if len(args) > 0 {
+			out = s.exec(cl, args, out)
+		}
+	}
+	return out, buf
 }
 
 // hold records that cl keeps n bytes of a partial request and reports
