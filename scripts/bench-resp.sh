@@ -21,9 +21,14 @@
 #                 hold and the server's peak RSS stay bounded while the
 #                 stalled one is cut off (redcon has no pub/sub: skipped)
 # Server CPU per request (or delivery) is utime+stime from /proc/PID/stat
-# read just before and after the client's run. Every server is stopped by
+# read just before and after the client's run. Each run also records
+# other, the busy time of both CPUs that was neither the server's nor the
+# client's, in % of one CPU over the run (another session's build or test
+# on the machine, which takes the server's or the client's core away); the
+# summary's medians leave out runs with other above MAXOTHER (15) and count
+# them in "runs (left out)". Every server is stopped by
 # its own PID; every client run is bounded by `timeout`.
-# Environment: SERVERS WORKLOADS ROUNDS N1 N16 SUBS MSGS SLOWMSGS PORT OUT
+# Environment: SERVERS WORKLOADS ROUNDS N1 N16 SUBS MSGS SLOWMSGS PORT MAXOTHER OUT
 # (results directory, default /tmp/bench-resp-<timestamp>).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,9 +38,10 @@ ROUNDS=${ROUNDS:-3}
 N1=${N1:-200000}
 N16=${N16:-2000000}
 SUBS=${SUBS:-1000}
-MSGS=${MSGS:-2000}
+MSGS=${MSGS:-10000}
 SLOWMSGS=${SLOWMSGS:-50000}
 PORT=${PORT:-17630}
+MAXOTHER=${MAXOTHER:-15}
 OUT=${OUT:-/tmp/bench-resp-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT/bin"
 RAW=$OUT/raw.txt
@@ -60,6 +66,8 @@ cleanup() {
 trap cleanup EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpus_busy: the CPUs' non-idle time (user nice system irq softirq steal), ticks
+cpus_busy() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 
 wait_port() {
 	for _ in $(seq 200); do
@@ -112,6 +120,8 @@ run_client() {
 		echo "$out" | awk '{for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 			printf "%s %s %s hwm_kb=%s,stalled_closed=%s,ok=%s\n", v["deliveries"], v["deliveries_s"], v["server_us"], v["server_hwm_kb"], v["stalled_closed"], v["ok"]}' ;;
 	esac
+	# the client's CPU time (this subshell's waited-for descendants), ticks
+	awk '{print $16 + $17}' "/proc/$BASHPID/stat" >"$OUT/client_ticks"
 }
 
 for r in $(seq "$ROUNDS"); do
@@ -129,8 +139,13 @@ for r in $(seq "$ROUNDS"); do
 				cleanup
 				start_server "$s"
 			fi
+			b0=$(cpus_busy) s0=$(cpu_ticks "$SPID") w0=$(date +%s%N)
 			read -r units rate us extra < <(run_client "$w")
-			line="workload=$w server=$s round=$r units=$units rate=$rate srv_us=$us extra=$extra"
+			b1=$(cpus_busy) s1=$(cpu_ticks "$SPID") w1=$(date +%s%N)
+			# busy time of the two CPUs that was neither the server's nor
+			# the client's, in % of one CPU over the run
+			other=$(((b1 - b0 - (s1 - s0) - $(cat "$OUT/client_ticks")) * 100 * 1000000000 / CLK / (w1 - w0 + 1)))
+			line="workload=$w server=$s round=$r units=$units rate=$rate srv_us=$us other=$other extra=$extra"
 			echo "$line" | tee -a "$RAW" >&2
 			if [[ $w == fanout || $w == slow* ]]; then cleanup; fi
 		done
@@ -141,23 +156,24 @@ done
 
 # summary: medians per workload and server; ratios against redis-server and the twin
 {
-echo "| workload | server | rate/s | server CPU us/unit | rate vs redis | rate vs twin | CPU vs twin | notes (last round) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| workload | server | rate/s | server CPU us/unit | rate vs redis | rate vs twin | CPU vs twin | runs (left out) | notes (last round) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for w in $WORKLOADS; do
 	for s in $SERVERS; do
 		supports "$s" "$w" || continue
-		awk -v w="$w" -v s="$s" '
+		awk -v w="$w" -v s="$s" -v maxother="$MAXOTHER" '
 		function med(a, n,   i, j, t) { if (n == 0) return 0
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 		{ delete v; for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
 		  if (v["workload"] != w) next
+		  if (v["other"] + 0 > maxother + 0) { if (v["server"] == s) left++; next }
 		  if (v["server"] == "redis") { rr[++nr] = v["rate"] }
 		  if (v["server"] == "twin") { tr[++nt] = v["rate"]; tc[nt] = v["srv_us"] }
 		  if (v["server"] == s) { sr[++ns] = v["rate"]; sc[ns] = v["srv_us"]; note = v["extra"] } }
 		END { a = med(rr, nr); b = med(tr, nt); bc = med(tc, nt); r = med(sr, ns); c = med(sc, ns)
-		  printf "| %s | %s | %.0f | %.3f | %s | %s | %s | %s |\n", w, s, r, c,
-		    (a ? sprintf("%.2fx", r / a) : "-"), (b ? sprintf("%.2fx", r / b) : "-"), (bc ? sprintf("%.2fx", c / bc) : "-"), note }' "$RAW"
+		  printf "| %s | %s | %.0f | %.3f | %s | %s | %s | %d (%d) | %s |\n", w, s, r, c,
+		    (a ? sprintf("%.2fx", r / a) : "-"), (b ? sprintf("%.2fx", r / b) : "-"), (bc ? sprintf("%.2fx", c / bc) : "-"), ns, left, note }' "$RAW"
 	done
 done
 } | tee "$OUT/summary.md"

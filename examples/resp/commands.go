@@ -36,6 +36,15 @@ const (
 
 // lookup returns the command named name (any case) without allocating.
 func lookup(name []byte) int {
+	if len(name) == 3 { // GET and SET, most requests, without the switch
+		// |0x20 lower-cases a letter; only 'G' and 'g' give 'g', and so on.
+		switch string([]byte{name[0] | 0x20, name[1] | 0x20, name[2] | 0x20}) {
+		case "get":
+			return cmdGet
+		case "set":
+			return cmdSet
+		}
+	}
 	var lc [16]byte
 	if len(name) > len(lc) {
 		return cmdUnknown
@@ -175,6 +184,9 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 	case cmdSubscribe:
 		if len(args) < 2 {
 			return arity(out, args)
+		}
+		if len(cl.chans) == 0 {
+			s.startQbase(cl)
 		}
 		for _, ch := range args[1:] {
 			n := s.ps.subscribe(cl, ch)

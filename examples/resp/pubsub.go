@@ -23,6 +23,11 @@ type pubsub struct {
 type channel struct {
 	name string
 	subs []*client
+	// mu guards seg when the registry is locked (publishers on several
+	// loops add to one channel at the same time).
+	mu   sync.Mutex
+	seg  *segment // the segment messages are being added to; nil at first
+	fill int      // bytes of seg used
 }
 
 func newPubsub(shared bool) *pubsub {
@@ -132,10 +137,11 @@ func subReply(out []byte, kind string, ch []byte, n int) []byte {
 }
 
 // publish sends msg to every subscriber of the channel name and returns
-// how many it was sent to. The message is encoded once, into the
-// publisher's scratch buffer, and appended to each subscriber's batch,
-// which the subscriber's own loop writes (enqueue); a subscriber whose
-// queued output would pass the pubsub limit is disconnected instead.
+// how many it was sent to. The message is encoded once and appended to
+// the channel's current segment (segment); each subscriber's batch takes
+// a reference to those bytes, not a copy (enqueue), and the subscriber's
+// own loop writes the batch. A subscriber whose queued output would pass
+// the pubsub limit is disconnected instead.
 func (s *server) publish(pub *client, name, msg []byte) int {
 	ps := s.ps
 	if ps.locked {
@@ -153,27 +159,78 @@ func (s *server) publish(pub *client, name, msg []byte) int {
 	if cap(f) <= keepOut {
 		pub.frame = f
 	}
+	if ps.locked {
+		ch.mu.Lock()
+	}
+	seg, start := ch.add(f)
+	if ps.locked {
+		ch.mu.Unlock()
+	}
 	n := 0
 	for _, sub := range ch.subs {
-		if s.enqueue(sub, f) {
+		if s.enqueue(sub, seg, start, len(f)) {
 			n++
 		}
 	}
 	return n
 }
 
-// enqueue appends message f to sub's batch and, for the first message of
-// a batch, schedules the batch's write as a loop timer of sub due at once
-// (AfterFunc(0)): it runs as sub's own callback at the start of the loop's
-// next iteration, after everything this iteration received, so all the
-// messages published meanwhile, by any number of publishers and OnData
-// calls, leave in one write straight into sub's queue (no copy posted
-// per message, as Redis writes each client's replies once per event loop
-// turn). When sub's queued output and batch would pass lim.pubsubLimit,
-// sub is disconnected instead: a subscriber that does not read is cut
-// off, and what is held for it never passes the limit, while the others
-// keep their rate.
-func (s *server) enqueue(sub *client, f []byte) bool {
+// segmentSize is the size of a channel's segments: messages up to a
+// quarter of it share one; a bigger message gets a segment of its own.
+const segmentSize = 64 << 10
+
+// segment is an append-only run of a channel's encoded messages. Bytes
+// once appended never change, so subscribers' batches refer to them
+// instead of copying them (a message to a thousand subscribers is
+// encoded and stored once, and each subscriber's write copies it from
+// the same cache-hot bytes). A segment is garbage once the channel has
+// moved to a new one and the batches that refer to it are written (one
+// loop iteration): its memory is the GC's, allocated once per
+// segmentSize bytes published, not per delivery.
+type segment struct {
+	b []byte // fixed at creation: only bytes past the channel's fill are written
+}
+
+// add appends message f to ch's current segment (starting a new one when
+// it is full) and returns the segment and where f starts in it (ch.mu
+// held when the registry is locked).
+func (ch *channel) add(f []byte) (*segment, int) {
+	if len(f) > segmentSize/4 {
+		return &segment{b: append([]byte(nil), f...)}, 0
+	}
+	if ch.seg == nil || ch.fill+len(f) > len(ch.seg.b) {
+		ch.seg, ch.fill = &segment{b: make([]byte, segmentSize)}, 0
+	}
+	start := ch.fill
+	ch.fill += copy(ch.seg.b[start:], f)
+	return ch.seg, start
+}
+
+// msgRef is a run of messages of a subscriber's batch: seg.b[start:end].
+type msgRef struct {
+	seg        *segment
+	start, end int
+}
+
+// enqueue adds the message seg.b[start:start+n] to sub's batch: it
+// extends the batch's last run when the message follows it in the same
+// segment (the usual case: one channel, messages in publishing order), so
+// a message costs the subscriber a few words, not a copy. For the first
+// message of a batch it schedules the batch's write as a loop timer of
+// sub due at once (AfterFunc(0)): it runs as sub's own callback at the
+// start of the loop's next iteration, after everything this iteration
+// received, so all the messages published meanwhile, by any number of
+// publishers and OnData calls, leave in one write straight into sub's
+// queue (no copy posted per message, as Redis writes each client's
+// replies once per event loop turn).
+//
+// When sub's queued output and batch would pass lim.pubsubLimit, sub is
+// disconnected instead: a subscriber that does not read is cut off, and
+// what is held for it never passes the limit, while the others keep their
+// rate. The queued output is sub.qbase, an upper bound kept without
+// touching the connection (see client.qbase); only when that bound says
+// over the limit is the connection asked for the exact figure.
+func (s *server) enqueue(sub *client, seg *segment, start, n int) bool {
 	if s.ps.locked {
 		sub.mmu.Lock()
 		defer sub.mmu.Unlock()
@@ -181,18 +238,20 @@ func (s *server) enqueue(sub *client, f []byte) bool {
 	if sub.dropped.Load() {
 		return false
 	}
-	if queued(sub.c)+sub.mqBytes+len(f) > s.lim.pubsubLimit {
-		s.releaseBatch(sub)
-		s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
-		return false
+	if sub.qbase+sub.mqBytes+n > s.lim.pubsubLimit {
+		sub.qbase = queued(sub.c)
+		if sub.qbase+sub.mqBytes+n > s.lim.pubsubLimit {
+			s.releaseBatch(sub)
+			s.drop(sub, "over the pubsub output limit of "+strconv.Itoa(s.lim.pubsubLimit)+" bytes")
+			return false
+		}
 	}
-	n := len(sub.mq)
-	if n == 0 || len(sub.mq[n-1].b)+len(f) > cap(sub.mq[n-1].b) {
-		sub.mq = append(sub.mq, s.getChunk(len(f)))
-		n++
+	if k := len(sub.mq) - 1; k >= 0 && sub.mq[k].seg == seg && sub.mq[k].end == start {
+		sub.mq[k].end += n
+	} else {
+		sub.mq = append(sub.mq, msgRef{seg: seg, start: start, end: start + n})
 	}
-	sub.mq[n-1].b = append(sub.mq[n-1].b, f...)
-	sub.mqBytes += len(f)
+	sub.mqBytes += n
 	if !sub.flushing {
 		sub.flushing = true
 		sub.c.AfterFunc(0, s.flushFn)
@@ -201,7 +260,8 @@ func (s *server) enqueue(sub *client, f []byte) bool {
 }
 
 // flushMessages writes the subscriber's batch (a loop timer of c, so a
-// callback of c: each Write goes straight into c's queue).
+// callback of c: each Write goes straight into c's queue) and notes the
+// queued output it leaves (client.qbase).
 func (s *server) flushMessages(c *uringrt.CallbackConn) {
 	sub := c.Value().(*client)
 	if s.ps.locked {
@@ -209,47 +269,46 @@ func (s *server) flushMessages(c *uringrt.CallbackConn) {
 		defer sub.mmu.Unlock()
 	}
 	sub.flushing = false
-	for _, ch := range sub.mq {
+	for _, r := range sub.mq {
 		if sub.dropped.Load() {
 			break
 		}
-		if _, err := c.Write(ch.b); err != nil {
+		if _, err := c.Write(r.seg.b[r.start:r.end]); err != nil {
 			s.drop(sub, err.Error())
 		}
 	}
 	s.releaseBatch(sub)
+	sub.qbase = queued(c)
 }
 
-// msgChunkSize is the size of the chunks a subscriber's batch is kept in:
-// they are reused (server.chunks), so a batch of any size costs no
-// allocation once the server is warm, and a subscriber with nothing
-// pending holds none.
-const msgChunkSize = 16 << 10
-
-// msgChunk is a chunk of a batch (a pointer, so the pool stores it
-// without allocating).
-type msgChunk struct{ b []byte }
-
-// getChunk returns an empty chunk for at least n bytes.
-func (s *server) getChunk(n int) *msgChunk {
-	if n > msgChunkSize {
-		return &msgChunk{b: make([]byte, 0, n)}
+// noteReplies adds n bytes of replies written by sub's own OnData to
+// sub.qbase when sub is subscribed (publishers read qbase).
+func (s *server) noteReplies(sub *client, n int) {
+	if len(sub.chans) == 0 || n == 0 {
+		return
 	}
-	if ch, ok := s.chunks.Get().(*msgChunk); ok {
-		return ch
+	if s.ps.locked {
+		sub.mmu.Lock()
+		defer sub.mmu.Unlock()
 	}
-	return &msgChunk{b: make([]byte, 0, msgChunkSize)}
+	sub.qbase += n
 }
 
-// releaseBatch empties sub's batch, giving its chunks back for reuse.
+// releaseBatch empties sub's batch (the segments it referred to are the
+// GC's once no batch and no channel holds them).
 func (s *server) releaseBatch(sub *client) {
-	for i, ch := range sub.mq {
-		sub.mq[i] = nil
-		if cap(ch.b) == msgChunkSize {
-			ch.b = ch.b[:0]
-			s.chunks.Put(ch)
-		}
-	}
+	clear(sub.mq)
 	sub.mq = sub.mq[:0]
 	sub.mqBytes = 0
+}
+
+// startQbase sets cl.qbase to its queued output as it enters subscribed
+// mode (its own callback: exact), before publishers may read it.
+func (s *server) startQbase(cl *client) {
+	n := queued(cl.c)
+	if s.ps.locked {
+		cl.mmu.Lock()
+		defer cl.mmu.Unlock()
+	}
+	cl.qbase = n
 }

@@ -228,3 +228,37 @@ func TestSlowSubscriber(t *testing.T) {
 		t.Fatalf("slow subscriber: %v", err)
 	}
 }
+
+// TestMessagesAcrossChannelsAndSegments: a subscriber of two channels
+// gets, in publishing order, messages that alternate between them (runs
+// of different segments in one batch), one bigger than a segment's share
+// (a segment of its own), and enough of them to fill several segments.
+func TestMessagesAcrossChannelsAndSegments(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		_, addr := startServer(t, loops, testLimits)
+		sub := dial(t, addr)
+		sr := bufio.NewReader(sub)
+		sub.Write([]byte(cmd("SUBSCRIBE", "a", "b")))
+		readReplies(t, sr, 2)
+		pub := dial(t, addr)
+		var req, want strings.Builder
+		n := 0
+		for i := 0; i < 3*segmentSize/100; i++ {
+			ch := "a"
+			if i%3 == 1 {
+				ch = "b"
+			}
+			msg := fmt.Sprintf("%d %s", i, strings.Repeat("x", 90))
+			if i == 7 {
+				msg = strings.Repeat("y", segmentSize/4+1)
+			}
+			req.WriteString(cmd("PUBLISH", ch, msg))
+			want.WriteString("*3\r\n$7\r\nmessage\r\n" + "$1\r\n" + ch + "\r\n$" + strconv.Itoa(len(msg)) + "\r\n" + msg + "\r\n")
+			n++
+		}
+		go pub.Write([]byte(req.String()))
+		if got := readReplies(t, sr, n); got != want.String() {
+			t.Fatalf("loops %d: the subscriber got other messages or another order (%d bytes, want %d)", loops, len(got), want.Len())
+		}
+	}
+}

@@ -41,7 +41,6 @@ type server struct {
 	sweeping atomic.Bool // sweeper != nil, read without mu
 
 	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
-	chunks  sync.Pool                   // free *msgChunk of subscribers' batches
 }
 
 // newServer makes a server; shared says that callbacks of different
@@ -62,11 +61,15 @@ type client struct {
 	// frame is the scratch buffer of the messages this client publishes.
 	frame []byte
 	// mq is this subscriber's batch of messages not yet written (mqBytes
-	// bytes, in chunks), and flushing says that its write is scheduled
-	// (pubsub.go); under mmu when callbacks run in parallel.
+	// bytes, in runs of channel segments), and flushing says that its
+	// write is scheduled (pubsub.go); qbase is an upper bound of its
+	// queued output without the batch: the exact figure when the last
+	// batch was written, plus the replies its OnData wrote since (sends
+	// only lower it). All under mmu when callbacks run in parallel.
 	mmu      sync.Mutex
-	mq       []*msgChunk
+	mq       []msgRef
 	mqBytes  int
+	qbase    int
 	flushing bool
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
@@ -102,23 +105,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	if cl.closing {
 		return
 	}
-	buf := data
-	out := cl.out[:0]
-	for len(buf) > 0 && !cl.closing {
-		args, n, err := cl.p.Next(buf)
-		if err != nil {
-			out = proto.AppendError(out, "ERR "+err.Error())
-			cl.closing = true
-			break
-		}
-		if n == 0 {
-			break
-		}
-		buf = buf[n:]
-		if len(args) > 0 {
-			out = s.exec(cl, args, out)
-		}
-	}
+	out, buf := s.runAll(cl, data, cl.out[:0])
 	if !cl.closing && len(buf) > 0 {
 		// Keep the partial request: consume what was run, leave the rest.
 		c.Discard(len(data) - len(buf))
@@ -131,6 +118,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 		s.hold(cl, 0)
 	}
 	if len(out) > 0 {
+		s.noteReplies(cl, len(out))
 		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
 			// Replies past Config.MaxWriteBuffer while the client does
 			// not read them (reads pause before that, so only one huge
@@ -146,6 +134,29 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	} else {
 		cl.out = nil
 	}
+}
+
+// runAll runs every complete request at the front of data, appending
+// their replies to out, and returns out and the bytes left (a partial
+// request). A protocol error appends its RESP error and sets cl.closing.
+func (s *server) runAll(cl *client, data, out []byte) ([]byte, []byte) {
+	buf := data
+	for len(buf) > 0 && !cl.closing {
+		args, n, err := cl.p.Next(buf)
+		if err != nil {
+			out = proto.AppendError(out, "ERR "+err.Error())
+			cl.closing = true
+			break
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[n:]
+		if len(args) > 0 {
+			out = s.exec(cl, args, out)
+		}
+	}
+	return out, buf
 }
 
 // hold records that cl keeps n bytes of a partial request and reports

@@ -350,3 +350,28 @@ func TestActiveExpiry(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPipeline: what the server does for one read of redis-benchmark
+// -P 16 (16 GETs, or 16 SETs), without the runtime: parse, run, reply.
+func BenchmarkPipeline(b *testing.B) {
+	for _, name := range []string{"GET", "SET"} {
+		b.Run(name, func(b *testing.B) {
+			var in []byte
+			for i := 0; i < 16; i++ {
+				if name == "GET" {
+					in = append(in, cmd("GET", "key:__rand_int__")...)
+				} else {
+					in = append(in, cmd("SET", "key:__rand_int__", "xxx")...)
+				}
+			}
+			s := newServer(false, testLimits)
+			cl := &client{}
+			s.exec(cl, [][]byte{[]byte("SET"), []byte("key:__rand_int__"), []byte("xxx")}, nil)
+			var out []byte
+			for b.Loop() {
+				out, _ = s.runAll(cl, in, out[:0])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/req")
+		})
+	}
+}

@@ -41,6 +41,15 @@ func FuzzParser(f *testing.F) {
 				t.Fatalf("parser holds %d spans, offset %d, for %d bytes", len(p.spans), p.off, len(data))
 			}
 		}
+		// The one-pass path takes only what array would take, the same way.
+		if pw, pa := limits, limits; len(data) > 0 && data[0] == '*' {
+			if args, n, ok := pw.whole(data); ok {
+				want, wn, err := pa.array(data)
+				if err != nil || n != wn || join(args) != join(want) {
+					t.Fatalf("whole: %q, %d; array: %q, %d, %v", join(args), n, join(want), wn, err)
+				}
+			}
+		}
 		if err1 == nil && rest1 > limits.MaxRequest && rest1 > limits.MaxInline {
 			t.Fatalf("%d bytes of a partial request accepted, over MaxRequest", rest1)
 		}

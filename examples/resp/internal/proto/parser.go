@@ -126,10 +126,71 @@ func (p *Parser) Next(b []byte) (args [][]byte, n int, err error) {
 	if p.off > len(b) { // not the bytes of the last call: start afresh
 		p.Reset()
 	}
-	if p.off == 0 && b[0] != '*' {
-		return p.inline(b)
+	if p.off == 0 {
+		if b[0] != '*' {
+			return p.inline(b)
+		}
+		if args, n, ok := p.whole(b); ok {
+			return args, n, nil
+		}
 	}
 	return p.array(b)
+}
+
+// wholeMaxArgs is the most elements a request may have to take whole's
+// path.
+const wholeMaxArgs = 64
+
+// whole parses, in one pass and straight into arguments, an array request
+// of 1 to wholeMaxArgs bulk strings that lies entirely in b with
+// non-negative decimal lengths within the limits: every request a client
+// pipelines, nearly always. Anything else (a partial request, an error, a
+// sign, a bound) makes it return ok false, and array parses the request
+// from its start: array accepts every request whole does, with the same
+// arguments, so whole only saves array's bookkeeping for resuming.
+func (p *Parser) whole(b []byte) (args [][]byte, n int, ok bool) {
+	maxBulk, maxArgs, _, maxReq := p.limits()
+	nargs, i, ok := readLen(b, 1)
+	if !ok || nargs == 0 || nargs > min(maxArgs, wholeMaxArgs) {
+		return nil, 0, false
+	}
+	args = p.args[:0]
+	for ; nargs > 0; nargs-- {
+		if i >= len(b) || b[i] != '$' {
+			return nil, 0, false
+		}
+		v, start, ok := readLen(b, i+1)
+		if !ok || v > maxBulk {
+			return nil, 0, false
+		}
+		end := start + v
+		if end+2 > len(b) || end+2 > maxReq || b[end] != '\r' || b[end+1] != '\n' {
+			return nil, 0, false
+		}
+		args = append(args, b[start:end:end])
+		i = end + 2
+	}
+	p.args = args
+	return args, i, true
+}
+
+// readLen reads "<digits>\r\n" at b[i:] (at most 18 digits), returning the
+// value and the offset after the line; ok false for anything else,
+// including a line not complete yet.
+func readLen(b []byte, i int) (v, next int, ok bool) {
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c-'0' <= 9 {
+			v = v*10 + int(c-'0')
+			continue
+		}
+		if c != '\r' || i == start || i-start > 18 || i+1 >= len(b) || b[i+1] != '\n' {
+			return 0, 0, false
+		}
+		return v, i + 2, true
+	}
+	return 0, 0, false
 }
 
 // array parses (or resumes) a request "*<n>\r\n" followed by n bulk strings
