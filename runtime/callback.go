@@ -51,7 +51,6 @@ type CallbackConn struct {
 	streamRun int    // big recvs in a row toward stream mode
 	streamLen int    // the length of the stream-mode recv in flight
 	probing   bool   // a new connection's first recvs (callback_stream.go)
-	fresh     bool   // no recv armed yet (callback_stream.go)
 	blocking  bool
 	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open
 	slot      int32  // registered file slot, or -1
@@ -171,7 +170,6 @@ func (l *loop) registerCB(c *CallbackConn) {
 		c.recvOp.buf = c.ownBuf
 	} else {
 		c.probing = !c.blocking && !l.rt.cfg.DisableMultishot // callback_stream.go
-		c.fresh = c.probing
 	}
 	c.callOpen()
 	if !c.closing {

@@ -20,9 +20,8 @@ import "github.com/uringrt/uringrt/netpoll"
 //
 // The states of a connection's recv:
 //   - probe (a new connection, or one that resumes reading after a
-//     pause): single-shot recvs from the provided buffers, which hold no
-//     memory while they wait; a new connection's first one takes a bundle
-//     of up to streamBufSize bytes. A recv under streamBig bytes (a request, a small
+//     pause): single-shot recvs into one provided buffer, which hold no
+//     memory while they wait. A recv under streamBig bytes (a request, a small
 //     message) moves to the multishot recv; probeEnter big ones in a row
 //     to stream mode, so a bulk transfer never goes through the multishot
 //     recv (whose burst reads of a new connection's first window also
@@ -37,7 +36,7 @@ import "github.com/uringrt/uringrt/netpoll"
 //     peer does not take its output: budget.go) gives its buffer back and
 //     probes again when it resumes. A connection whose stream stopped
 //     keeps its buffer while idle, as a net.Conn server's copy buffer
-//     does.
+//     does; a loop's connections hold at most streamMaxBufs of them.
 //
 // Without a provided buffer ring every connection reads into its own
 // buffer, and none of this applies.
@@ -49,7 +48,13 @@ const (
 	streamEnter   = 4        // big multishot recvs in a row that enter stream mode
 	streamLeave   = 4        // small recvs in a row that leave stream mode
 	probeEnter    = 2        // big probe recvs in a row that enter stream mode
-	streamPoolMax = 64       // stream buffers a loop keeps for reuse
+	streamPoolMax = 16       // free stream buffers a loop keeps for reuse
+	// streamMaxBufs caps the stream buffers a loop's connections hold
+	// (2 MiB, about a core's L2 cache: past it they would no longer stay
+	// in cache, which is what stream mode is for); past it a connection
+	// stays on the multishot recv. It also bounds what streams that
+	// stopped hold while idle.
+	streamMaxBufs = 64
 )
 
 // noteRecv moves c's recv between the states above after a completion of
@@ -84,33 +89,33 @@ func (c *CallbackConn) noteRecv(n int) {
 		}
 		if c.streamRun++; c.streamRun >= streamEnter {
 			c.streamRun = 0
-			c.enterStream()
-			l.cancelOp(&c.recvOp) // a multishot recv: its last CQE re-arms
+			if c.enterStream() {
+				l.cancelOp(&c.recvOp) // a multishot recv: its last CQE re-arms
+			}
 		}
 	}
 }
 
-// enterStream gives c a stream buffer (loop only).
-func (c *CallbackConn) enterStream() {
-	c.stream = c.l.getStreamBuf()
-	c.l.stats.streamEnters.Add(1)
+// enterStream gives c a stream buffer (loop only), unless the loop's
+// stream buffers are at streamMaxBufs; it reports whether it did.
+func (c *CallbackConn) enterStream() bool {
+	l := c.l
+	if l.streamLive >= streamMaxBufs {
+		return false
+	}
+	c.stream = l.getStreamBuf()
+	l.stats.streamEnters.Add(1)
+	return true
 }
 
 // prepProbe preps a probe recv (see above): single-shot into one provided
-// buffer, or for a new connection's first recv a bundle of up to
-// streamBufSize bytes. Only then: a single-shot bundle that fills its
-// buffers retries once for whatever the socket holds (Linux 6.12+), which
-// a new connection bounds by its initial receive buffer (tcp_rmem's
-// default, 128 KiB), but a connection resuming after a pause would not
-// (its peer may have filled a receive buffer grown to megabytes), letting
-// it overshoot the memory budget.
+// buffer. Not a bundle: a single-shot bundle that fills its buffers
+// retries once for whatever the socket holds (Linux 6.12+), so one OnData
+// could carry megabytes of a pipelining peer's input, and a connection
+// resuming after a pause could overshoot the memory budget by a receive
+// queue.
 func (l *loop) prepProbe(sqe *netpoll.SQE, o *op) {
 	sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
-	if c := o.cc; c.fresh && l.bundles {
-		c.fresh = false
-		sqe.SetBundle()
-		sqe.Len = streamBufSize
-	}
 }
 
 // deliverStream is deliver of data read into c's stream buffer, which
@@ -125,7 +130,12 @@ func (c *CallbackConn) deliverStream(data []byte) {
 	l.lend = lendable{data: data, stream: c.stream}
 	c.deliver(data)
 	if l.endOffer() {
-		c.stream = l.getStreamBuf()
+		// The lent buffer belongs to the queue now; at the cap, back to
+		// the multishot recv.
+		c.stream = nil
+		if l.streamLive < streamMaxBufs {
+			c.stream = l.getStreamBuf()
+		}
 	}
 }
 
@@ -152,6 +162,7 @@ func (c *CallbackConn) streamRoom() int {
 
 // getStreamBuf takes a stream buffer from the loop's pool, or a new one.
 func (l *loop) getStreamBuf() []byte {
+	l.streamLive++
 	if n := len(l.streamBufs); n > 0 {
 		b := l.streamBufs[n-1]
 		l.streamBufs[n-1] = nil
@@ -164,6 +175,7 @@ func (l *loop) getStreamBuf() []byte {
 // putStreamBuf returns b to the pool, the most recently used on top so
 // the next taker finds it in cache; past streamPoolMax it is dropped.
 func (l *loop) putStreamBuf(b []byte) {
+	l.streamLive--
 	if len(l.streamBufs) < streamPoolMax {
 		l.streamBufs = append(l.streamBufs, b)
 	}

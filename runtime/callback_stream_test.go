@@ -180,3 +180,35 @@ func firstDiff(a, b []byte) int {
 	}
 	return len(a)
 }
+
+// TestCallbackStreamModeCap: more streaming connections on a loop than
+// streamMaxBufs: at most that many hold a stream buffer (the others stay
+// on the multishot recv), and every echo is whole.
+func TestCallbackStreamModeCap(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) { c.WriteNoCopy(d) }})
+	const conns = streamMaxBufs + 16
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs[i] = c
+	}
+	inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 1<<20, byte(i), 64<<10) })
+	l := rt.loops[0]
+	stream, _, n := streamStates(t, l)
+	var live int
+	onLoop(l, func() { live = l.streamLive })
+	if n != conns || stream > streamMaxBufs || live > streamMaxBufs {
+		t.Fatalf("%d conns: %d in stream mode, %d stream buffers held, want at most %d", n, stream, live, streamMaxBufs)
+	}
+	if stream == 0 {
+		t.Fatal("no connection entered stream mode")
+	}
+}

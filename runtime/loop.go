@@ -44,6 +44,7 @@ type loop struct {
 	bundles     bool                // callback recvs take bundles (op_cb.go)
 	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
 	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
+	streamLive  int                 // stream-mode recv buffers out of streamBufs
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
