@@ -370,8 +370,9 @@ func TestSlowReadersPeakPerConn(t *testing.T) {
 		addr := echoServer(t, rt, api)
 		// Warm up: a loop's buffer ring (4 MiB) is memory of the loop,
 		// not of a peer, and enters the RSS when the kernel first writes
-		// each buffer; so are the chunk pools. Echo through each loop
-		// first.
+		// each buffer; so are the chunk pools and the stream buffers.
+		// Echo through each loop first, and touch each ring's every page
+		// (a stream reads into buffers of its own, not the ring's).
 		for _, c := range dialStd(t, addr, 2*len(rt.loops)) {
 			go c.Write(payload[:8<<20])
 			c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -379,6 +380,16 @@ func TestSlowReadersPeakPerConn(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close()
+		}
+		for _, l := range rt.loops {
+			if br := l.bufRing; br != nil {
+				onLoop(l, func() {
+					mem := br.Span(0, int(br.Count()*br.Size()))
+					for i := 0; i < len(mem); i += 4096 {
+						mem[i] = 0 // no recv is in flight: the loop's connections closed
+					}
+				})
+			}
 		}
 		runtime.GC()
 		debug.FreeOSMemory()

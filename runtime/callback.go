@@ -49,7 +49,6 @@ type CallbackConn struct {
 	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
 	stream    []byte // stream mode's recv buffer (callback_stream.go), or nil
 	streamRun int    // big recvs in a row toward stream mode
-	streamLen int    // the length of the stream-mode recv in flight
 	probing   bool   // a new connection's first recvs (callback_stream.go)
 	blocking  bool
 	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open

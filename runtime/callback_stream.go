@@ -32,9 +32,11 @@ import "github.com/uringrt/uringrt/netpoll"
 //     (the multishot recv is cancelled; its last completion re-arms).
 //   - stream: streamLeave recvs in a row under streamSmall bytes (the
 //     stream turned into small messages) give the buffer back to the pool
-//     and move to the multishot recv. A connection whose reads pause (its
-//     peer does not take its output: budget.go) gives its buffer back and
-//     probes again when it resumes. A connection whose stream stopped
+//     and move to the multishot recv. A connection whose peer does not
+//     keep up with its output (budget.go's stalled) gives its buffer back
+//     and moves to the multishot recv, whose arms the budget limits (one
+//     whose reads paused probes again when it resumes); while stalled,
+//     WriteNoCopy copies instead of lending. A connection whose stream stopped
 //     keeps its buffer while idle, as a net.Conn server's copy buffer
 //     does; a loop's connections hold at most streamMaxBufs of them.
 //
@@ -48,13 +50,16 @@ const (
 	streamEnter   = 4        // big multishot recvs in a row that enter stream mode
 	streamLeave   = 4        // small recvs in a row that leave stream mode
 	probeEnter    = 2        // big probe recvs in a row that enter stream mode
-	streamPoolMax = 16       // free stream buffers a loop keeps for reuse
 	// streamMaxBufs caps the stream buffers a loop's connections hold
 	// (2 MiB, about a core's L2 cache: past it they would no longer stay
 	// in cache, which is what stream mode is for); past it a connection
 	// stays on the multishot recv. It also bounds what streams that
-	// stopped hold while idle.
+	// stopped hold while idle. A loop keeps every buffer it gave back
+	// for reuse (streamPoolMax = streamMaxBufs), so it allocates at most
+	// streamMaxBufs of them in its life: lending one to a send and taking
+	// another makes no garbage.
 	streamMaxBufs = 64
+	streamPoolMax = streamMaxBufs
 )
 
 // noteRecv moves c's recv between the states above after a completion of
@@ -123,7 +128,10 @@ func (l *loop) prepProbe(sqe *netpoll.SQE, o *op) {
 // the kernel just filled, with no copy, and c reads into another one.
 func (c *CallbackConn) deliverStream(data []byte) {
 	l := c.l
-	if c.blocking || l.rt.cfg.DisableBufferLending {
+	if c.blocking || l.rt.cfg.DisableBufferLending || c.stalled() {
+		// A peer that does not keep up would hold whole 32 KiB
+		// buffers in the queue for what may be a few bytes each: a copy
+		// into the queue's chunks holds what it sends.
 		c.deliver(data)
 		return
 	}
@@ -173,7 +181,7 @@ func (l *loop) getStreamBuf() []byte {
 }
 
 // putStreamBuf returns b to the pool, the most recently used on top so
-// the next taker finds it in cache; past streamPoolMax it is dropped.
+// the next taker finds it in cache.
 func (l *loop) putStreamBuf(b []byte) {
 	l.streamLive--
 	if len(l.streamBufs) < streamPoolMax {

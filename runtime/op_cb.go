@@ -24,8 +24,7 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 		return
 	}
 	if c := o.cc; c.stream != nil { // callback_stream.go
-		c.streamLen = c.streamRoom()
-		sqe.PrepRecv(o.fd, c.stream[:c.streamLen], 0)
+		sqe.PrepRecv(o.fd, c.stream[:c.streamRoom()], 0)
 		return
 	} else if c.probing {
 		l.prepProbe(sqe, o)
@@ -152,9 +151,9 @@ func (c *CallbackConn) onRecv(o *op) {
 		c.maybeFinalize()
 		return
 	}
-	if c.paused && c.stream != nil {
-		c.leaveStream() // callback_stream.go: hold nothing while paused
-		c.probing = true
+	if c.stream != nil && (c.paused || c.stalled() || c.rdEOF) {
+		c.leaveStream() // callback_stream.go: a slow or finished peer gets no stream buffer
+		c.probing = c.paused
 	}
 	if !o.armed && !c.paused && !c.rdEOF {
 		if res == -int32(syscall.ENOBUFS) {
