@@ -212,3 +212,60 @@ func TestCallbackStreamModeCap(t *testing.T) {
 		t.Fatal("no connection entered stream mode")
 	}
 }
+
+// TestCallbackProbeWithinWriteBuffer: a probe recv (a new connection's
+// first, callback_stream.go) takes no more than the room left under
+// MaxWriteBuffer, as every other recv arm does (budget.go, streamRoom): an
+// echo whose queue still holds a greeting when its first input arrives
+// never gets ErrWriteBufferFull for writing what it read.
+func TestCallbackProbeWithinWriteBuffer(t *testing.T) {
+	const size = 64 << 10
+	rt := newRT(t, Config{Loops: 1, BufferSize: size, Buffers: 64, MaxWriteBuffer: size})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	written := make(chan struct{})
+	var full atomic.Int32
+	ln := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) {
+			// The peer's input is in the socket before the first recv is
+			// armed, and the greeting is queued when it completes.
+			select {
+			case <-written:
+			case <-time.After(10 * time.Second):
+			}
+			c.Write([]byte{'>'})
+		},
+		Data: func(c *CallbackConn, d []byte) {
+			if _, err := c.WriteNoCopy(d); err == ErrWriteBufferFull {
+				full.Add(1)
+				c.Close()
+			}
+		},
+	})
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	msg := make([]byte, size+4<<10)
+	for i := range msg {
+		msg[i] = byte(i*7) + byte(i>>10)
+	}
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	close(written)
+	got := make([]byte, 1+len(msg))
+	_, err = io.ReadFull(c, got)
+	if n := full.Load(); n > 0 {
+		t.Fatalf("%d echo writes got ErrWriteBufferFull with MaxWriteBuffer %d", n, size)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != '>' || !bytes.Equal(got[1:], msg) {
+		t.Fatalf("echo differs at byte %d", firstDiff(got[1:], msg))
+	}
+}
