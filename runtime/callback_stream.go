@@ -142,10 +142,11 @@ func (c *CallbackConn) deliverStream(data []byte) {
 	l.lend = lendable{data: data, stream: c.stream}
 	c.deliver(data)
 	if l.endOffer() {
-		// The lent buffer belongs to the queue now; at the cap, back to
-		// the multishot recv.
+		// The lent buffer belongs to the queue now (tryLend let go of it);
+		// at the cap, back to the multishot recv. A connection that ended
+		// in OnData takes none.
 		c.stream = nil
-		if l.streamLive < streamMaxBufs {
+		if !c.finalized && l.streamLive < streamMaxBufs {
 			c.stream = l.getStreamBuf()
 		}
 	}
