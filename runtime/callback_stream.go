@@ -118,9 +118,21 @@ func (c *CallbackConn) enterStream() bool {
 // retries once for whatever the socket holds (Linux 6.12+), so one OnData
 // could carry megabytes of a pipelining peer's input, and a connection
 // resuming after a pause could overshoot the memory budget by a receive
-// queue.
+// queue. Its length is probeRoom.
 func (l *loop) prepProbe(sqe *netpoll.SQE, o *op) {
 	sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
+	sqe.Len = uint32(o.cc.probeRoom())
+}
+
+// probeRoom is the most bytes a probe recv takes (its sqe->len, which caps
+// the provided buffer it picks): the buffer, or less when c's queue leaves
+// less room under MaxWriteBuffer, as streamRoom (a connection whose
+// OnOpen queued a greeting, or one resuming from a pause with output still
+// queued, would otherwise read a whole buffer past the cap and its echo
+// would get ErrWriteBufferFull).
+func (c *CallbackConn) probeRoom() int {
+	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
+	return min(max(room, 1<<10), int(c.l.bufRing.Size()))
 }
 
 // deliverStream is deliver of data read into c's stream buffer, which
@@ -138,10 +150,11 @@ func (c *CallbackConn) deliverStream(data []byte) {
 	l.lend = lendable{data: data, stream: c.stream}
 	c.deliver(data)
 	if l.endOffer() {
-		// The lent buffer belongs to the queue now; at the cap, back to
-		// the multishot recv.
+		// The lent buffer belongs to the queue now (tryLend let go of it);
+		// at the cap, back to the multishot recv. A connection that ended
+		// in OnData takes none.
 		c.stream = nil
-		if l.streamLive < streamMaxBufs {
+		if !c.finalized && l.streamLive < streamMaxBufs {
 			c.stream = l.getStreamBuf()
 		}
 	}

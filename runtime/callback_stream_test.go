@@ -212,3 +212,124 @@ func TestCallbackStreamModeCap(t *testing.T) {
 		t.Fatal("no connection entered stream mode")
 	}
 }
+
+// TestCallbackProbeWithinWriteBuffer: a probe recv (a new connection's
+// first, callback_stream.go) takes no more than the room left under
+// MaxWriteBuffer, as every other recv arm does (budget.go, streamRoom): an
+// echo whose queue still holds a greeting when its first input arrives
+// never gets ErrWriteBufferFull for writing what it read.
+func TestCallbackProbeWithinWriteBuffer(t *testing.T) {
+	const size = 64 << 10
+	rt := newRT(t, Config{Loops: 1, BufferSize: size, Buffers: 64, MaxWriteBuffer: size})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	written := make(chan struct{})
+	var full atomic.Int32
+	ln := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) {
+			// The peer's input is in the socket before the first recv is
+			// armed, and the greeting is queued when it completes.
+			select {
+			case <-written:
+			case <-time.After(10 * time.Second):
+			}
+			c.Write([]byte{'>'})
+		},
+		Data: func(c *CallbackConn, d []byte) {
+			if _, err := c.WriteNoCopy(d); err == ErrWriteBufferFull {
+				full.Add(1)
+				c.Close()
+			}
+		},
+	})
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	msg := make([]byte, size+4<<10)
+	for i := range msg {
+		msg[i] = byte(i*7) + byte(i>>10)
+	}
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	close(written)
+	got := make([]byte, 1+len(msg))
+	_, err = io.ReadFull(c, got)
+	if n := full.Load(); n > 0 {
+		t.Fatalf("%d echo writes got ErrWriteBufferFull with MaxWriteBuffer %d", n, size)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != '>' || !bytes.Equal(got[1:], msg) {
+		t.Fatalf("echo differs at byte %d", firstDiff(got[1:], msg))
+	}
+}
+
+// TestCallbackStreamLentAtClose: a connection that lends its stream buffer
+// (WriteNoCopy) and ends in the same OnData (here a panic, so it is
+// finalized before OnData's caller takes the buffer back from the offer)
+// gives that buffer back once: during its OnClose, which runs on the loop,
+// the loop's free stream buffers hold it once and streamLive is not below
+// zero.
+func TestCallbackStreamLentAtClose(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	l := rt.loops[0]
+	if l.bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	type pool struct {
+		live int
+		dup  bool
+	}
+	look := func() (p pool) { // on the loop
+		p.live = l.streamLive
+		seen := map[*byte]bool{}
+		for _, b := range l.streamBufs {
+			p.dup = p.dup || seen[&b[0]]
+			seen[&b[0]] = true
+		}
+		return p
+	}
+	atClose := make(chan pool, 1)
+	ln := serveCB(t, rt, HandlerFuncs{
+		Data: func(c *CallbackConn, d []byte) {
+			if c.stream != nil && len(d) >= lendMin {
+				c.WriteNoCopy(d) // lent: nothing else is queued
+				panic("test: end the connection in the OnData that lent")
+			}
+		},
+		Close: func(c *CallbackConn, err error) { atClose <- look() },
+	})
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		buf := make([]byte, 64<<10)
+		for range 64 {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	var p pool
+	select {
+	case p = <-atClose:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the connection never entered stream mode and closed")
+	}
+	if p.live < 0 || p.dup {
+		t.Fatalf("in OnClose: streamLive %d, a buffer twice in the pool: %v", p.live, p.dup)
+	}
+	onLoop(l, func() { p = look() })
+	if p.live != 0 || p.dup {
+		t.Fatalf("after the close: streamLive %d (want 0), a buffer twice in the pool: %v", p.live, p.dup)
+	}
+}

@@ -62,6 +62,12 @@ func (c *CallbackConn) tryLend(p []byte) bool {
 		}
 		l.lend.taken = true
 		c.outq.lendStream(l, p, s)
+		if len(c.stream) > 0 && &c.stream[0] == &s[0] {
+			// The queue owns it from now on: a close before OnData
+			// returns (a panic, Close while the loop stops) must not
+			// give it back a second time as c's recv buffer.
+			c.stream = nil
+		}
 		return true
 	}
 	// p in l's ring at all (ringMem is set once at start): a Write of
