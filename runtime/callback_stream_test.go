@@ -333,3 +333,89 @@ func TestCallbackStreamLentAtClose(t *testing.T) {
 		t.Fatalf("after the close: streamLive %d (want 0), a buffer twice in the pool: %v", p.live, p.dup)
 	}
 }
+
+// TestCallbackStreamCrossLoopWriteNoCopy: two streaming connections on
+// different loops forward what they read to each other with WriteNoCopy
+// (a proxy across loops). Such a write holds the other connection's state
+// only while that connection's own callback runs, so it reads the other
+// loop's lending offer only while it is stable (the race detector's
+// check), and every byte arrives in order: data from another loop is
+// copied, never lent.
+func TestCallbackStreamCrossLoopWriteNoCopy(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	var peers [2]atomic.Pointer[CallbackConn] // by accept order
+	opened := make(chan *CallbackConn, 2)
+	ln := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) { opened <- c },
+		Data: func(c *CallbackConn, d []byte) {
+			other := peers[0].Load()
+			if other == c {
+				other = peers[1].Load()
+			}
+			if _, err := other.WriteNoCopy(d); err != nil {
+				t.Errorf("forward %d bytes: %v", len(d), err)
+			}
+		},
+	})
+	var clients [2]net.Conn
+	for i := range clients {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+		select {
+		case cc := <-opened:
+			peers[i].Store(cc)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no OnOpen")
+		}
+	}
+	if peers[0].Load().l == peers[1].Load().l {
+		t.Skip("both connections landed on one loop")
+	}
+	// Under MaxWriteBuffer (4 MiB): a write across loops posts a copy,
+	// and no peer-queue cap can refuse one (this proxy has no
+	// backpressure of its own).
+	const n = 2 << 20
+	payload := make([]byte, n)
+	x := uint32(7)
+	for i := range payload {
+		x = x*1664525 + 1013904223
+		payload[i] = byte(x >> 24)
+	}
+	errs := make(chan error, 4)
+	for i := range clients {
+		from, to := clients[i], clients[1-i]
+		from.SetDeadline(time.Now().Add(30 * time.Second))
+		go func() {
+			_, err := from.Write(payload)
+			errs <- err
+		}()
+		go func() {
+			got := make([]byte, n)
+			to.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.ReadFull(to, got); err != nil {
+				errs <- err
+				return
+			}
+			if i := firstDiff(got, payload); i >= 0 {
+				errs <- fmt.Errorf("byte %d of %d differs", i, n)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if streamEnters(rt) == 0 {
+		t.Fatal("no connection entered stream mode")
+	}
+}
