@@ -60,12 +60,10 @@ func TestCallbackStreamMode(t *testing.T) {
 		cs[i] = c
 	}
 	inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 8<<20, byte(i), 64<<10) })
-	stream, _, n := streamStates(t, rt.loops[0])
-	if n != conns || stream != conns {
-		t.Fatalf("after 8 MiB each way: %d of %d conns in stream mode, want all", stream, n)
-	}
+	// Each entered stream mode (one that stalled at the end, its peer's
+	// buffer full, may have left it since).
 	if e := streamEnters(rt); e < conns {
-		t.Fatalf("StreamEnters %d, want >= %d", e, conns)
+		t.Fatalf("StreamEnters %d after 8 MiB each way on %d conns, want >= %d", e, conns, conns)
 	}
 	// The same connections, now small messages: stream mode ends.
 	inParallel(t, conns, func(i int) error {
@@ -134,7 +132,7 @@ func TestCallbackStreamModeEntersFromMultishot(t *testing.T) {
 	if err := echoPattern(c, 16<<20, 7, 256<<10); err != nil {
 		t.Fatal(err)
 	}
-	if stream, _, _ := streamStates(t, rt.loops[0]); stream != 1 {
+	if streamEnters(rt) == 0 {
 		t.Fatal("a 16 MiB stream did not enter stream mode from the multishot recv")
 	}
 }
@@ -208,7 +206,7 @@ func TestCallbackStreamModeCap(t *testing.T) {
 	if n != conns || stream > streamMaxBufs || live > streamMaxBufs {
 		t.Fatalf("%d conns: %d in stream mode, %d stream buffers held, want at most %d", n, stream, live, streamMaxBufs)
 	}
-	if stream == 0 {
+	if streamEnters(rt) == 0 {
 		t.Fatal("no connection entered stream mode")
 	}
 }
