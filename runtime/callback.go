@@ -50,6 +50,7 @@ type CallbackConn struct {
 	stream    []byte // stream mode's recv buffer (callback_stream.go), or nil
 	streamRun int    // big recvs in a row toward stream mode
 	probing   bool   // a new connection's first recvs (callback_stream.go)
+	firstRecv bool   // its first recv reads into a stream buffer (callback_stream.go)
 	blocking  bool
 	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open
 	slot      int32  // registered file slot, or -1
@@ -168,7 +169,7 @@ func (l *loop) registerCB(c *CallbackConn) {
 		c.ownBuf = make([]byte, l.rt.cfg.BufferSize)
 		c.recvOp.buf = c.ownBuf
 	} else {
-		c.probing = !c.blocking && !l.rt.cfg.DisableMultishot // callback_stream.go
+		c.startRecv() // callback_stream.go
 	}
 	c.callOpen()
 	if !c.closing {

@@ -19,9 +19,17 @@ import "github.com/uringrt/uringrt/netpoll"
 // connection, taken most recently used first, stays in cache.
 //
 // The states of a connection's recv:
-//   - probe (a new connection, or one that resumes reading after a
-//     pause): single-shot recvs into one provided buffer, which hold no
-//     memory while they wait. A recv under streamBig bytes (a request, a small
+//   - first recv: a new connection reads first into a stream buffer when
+//     the loop has one free (a 32 KiB recv, as a goroutine-per-connection
+//     server's first read; a peer's first window is then taken at the
+//     rate Go's net takes it, which is what the peer's BBR measures its
+//     bandwidth from, and keeps, on loopback: BENCHMARKS.md). A read under
+//     streamBig bytes gives the buffer back and moves to the multishot
+//     recv; a big one stays in stream mode. With no buffer free, a probe.
+//   - probe (a new connection when the loop's stream buffers are all
+//     taken, or one that resumes reading after a pause): single-shot
+//     recvs into one provided buffer, which hold no memory while they
+//     wait. A recv under streamBig bytes (a request, a small
 //     message) moves to the multishot recv; probeEnter big ones in a row
 //     to stream mode, so a bulk transfer never goes through the multishot
 //     recv (whose burst reads of a new connection's first window also
@@ -35,8 +43,7 @@ import "github.com/uringrt/uringrt/netpoll"
 //     and move to the multishot recv. A connection whose peer does not
 //     keep up with its output (budget.go's stalled) gives its buffer back
 //     and moves to the multishot recv, whose arms the budget limits (one
-//     whose reads paused probes again when it resumes); while stalled,
-//     WriteNoCopy copies instead of lending. A connection whose stream stopped
+//     whose reads paused probes again when it resumes). A connection whose stream stopped
 //     keeps its buffer while idle, as a net.Conn server's copy buffer
 //     does; a loop's connections hold at most streamMaxBufs of them.
 //
@@ -71,6 +78,13 @@ func (c *CallbackConn) noteRecv(n int) {
 	}
 	big := n >= min(streamBig, int(l.bufRing.Size()))
 	switch {
+	case c.firstRecv:
+		c.firstRecv = false
+		if !big {
+			c.leaveStream() // a request: the multishot recv next
+			return
+		}
+		l.stats.streamEnters.Add(1)
 	case c.stream != nil:
 		if n >= streamSmall {
 			c.streamRun = 0
@@ -99,6 +113,21 @@ func (c *CallbackConn) noteRecv(n int) {
 			}
 		}
 	}
+}
+
+// startRecv sets a new connection's first recv: into a stream buffer when
+// the loop has one free (held only until that recv completes, unless it
+// was big), else a probe.
+func (c *CallbackConn) startRecv() {
+	l := c.l
+	if c.blocking || l.rt.cfg.DisableMultishot {
+		return
+	}
+	if l.streamLive < streamMaxBufs {
+		c.stream, c.firstRecv = l.getStreamBuf(), true
+		return
+	}
+	c.probing = true
 }
 
 // enterStream gives c a stream buffer (loop only), unless the loop's
@@ -140,10 +169,7 @@ func (c *CallbackConn) probeRoom() int {
 // the kernel just filled, with no copy, and c reads into another one.
 func (c *CallbackConn) deliverStream(data []byte) {
 	l := c.l
-	if c.blocking || l.rt.cfg.DisableBufferLending || c.stalled() {
-		// A peer that does not keep up would hold whole 32 KiB
-		// buffers in the queue for what may be a few bytes each: a copy
-		// into the queue's chunks holds what it sends.
+	if c.blocking || l.rt.cfg.DisableBufferLending {
 		c.deliver(data)
 		return
 	}

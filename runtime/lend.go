@@ -61,6 +61,7 @@ func (c *CallbackConn) tryLend(p []byte) bool {
 			return false
 		}
 		l.lend.taken = true
+		l.stats.lentBufs.Add(1)
 		c.outq.lendStream(l, p, s)
 		if len(c.stream) > 0 && &c.stream[0] == &s[0] {
 			// The queue owns it from now on: a close before OnData

@@ -60,8 +60,8 @@ type LoopStats struct {
 	// BufferRingExhausted counts recvs that found the provided buffer ring
 	// empty (ENOBUFS).
 	BufferRingExhausted uint64
-	// BuffersLent counts provided buffers a callback Write sent without a
-	// copy.
+	// BuffersLent counts buffers a callback WriteNoCopy sent without a
+	// copy: provided buffers, and stream-mode recv buffers (StreamEnters).
 	BuffersLent uint64
 	// StreamEnters counts callback connections switched to stream mode:
 	// after consecutive large reads, a single-shot recv into a 32 KiB

@@ -57,7 +57,7 @@ var (
 	dCQOver    = desc("cq_overflows_total", "Times the kernel flagged CQ overflow (IORING_SQ_CQ_OVERFLOW); overflowed CQEs are flushed, none lost.", "loop")
 	dSQFull    = desc("sq_full_total", "Times the submission queue was full; the loop submitted and retried.", "loop")
 	dPollArms  = desc("poll_arms_total", "Polls armed through the ring (IORING_OP_POLL_ADD).", "loop")
-	dLent      = desc("buffers_lent_total", "Provided buffers a callback Write sent without a copy (buffer lending, Config.DisableBufferLending); each went back to the ring once sent.", "loop")
+	dLent      = desc("buffers_lent_total", "Buffers a callback WriteNoCopy sent without a copy (buffer lending, Config.DisableBufferLending): provided buffers, each back in the ring once sent, and stream-mode recv buffers.", "loop")
 	dStream    = desc("stream_mode_enters_total", "Callback connections switched to stream mode after consecutive large reads: a single-shot recv into a 32 KiB buffer of their own instead of the provided buffer ring.", "loop")
 	dENOBUFS   = desc("buffer_ring_exhausted_total", "Recvs that found the provided buffer ring empty (ENOBUFS); re-armed after buffers came back.", "loop")
 	dIdlePoll  = desc("idle_polls_total", "Busy-polls before sleeping (Config.IdlePoll) by outcome: work (work appeared, no sleep) or timeout (the loop went to sleep).", "loop", "outcome")
