@@ -62,11 +62,9 @@ const (
 	// in cache, which is what stream mode is for); past it a connection
 	// stays on the multishot recv. It also bounds what streams that
 	// stopped hold while idle. A loop keeps every buffer it gave back
-	// for reuse (streamPoolMax = streamMaxBufs), so it allocates at most
-	// streamMaxBufs of them in its life: lending one to a send and taking
-	// another makes no garbage.
+	// for reuse, so it allocates at most streamMaxBufs of them in its
+	// life: lending one to a send and taking another makes no garbage.
 	streamMaxBufs = 64
-	streamPoolMax = streamMaxBufs
 )
 
 // noteRecv moves c's recv between the states above after a completion of
@@ -223,7 +221,5 @@ func (l *loop) getStreamBuf() []byte {
 // the next taker finds it in cache.
 func (l *loop) putStreamBuf(b []byte) {
 	l.streamLive--
-	if len(l.streamBufs) < streamPoolMax {
-		l.streamBufs = append(l.streamBufs, b)
-	}
+	l.streamBufs = append(l.streamBufs, b) // at most streamMaxBufs: see getStreamBuf's callers
 }

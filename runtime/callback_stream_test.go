@@ -50,15 +50,7 @@ func TestCallbackStreamMode(t *testing.T) {
 		c.Write(d[h:])
 	}})
 	const conns = 4
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cs[i] = c
-	}
+	cs := dialStd(t, ln.Addr().String(), conns)
 	inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 8<<20, byte(i), 64<<10) })
 	// Each entered stream mode (one that stalled at the end, its peer's
 	// buffer full, may have left it since).
@@ -189,15 +181,7 @@ func TestCallbackStreamModeCap(t *testing.T) {
 	}
 	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) { c.WriteNoCopy(d) }})
 	const conns = streamMaxBufs + 16
-	cs := make([]net.Conn, conns)
-	for i := range cs {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cs[i] = c
-	}
+	cs := dialStd(t, ln.Addr().String(), conns)
 	inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 1<<20, byte(i), 64<<10) })
 	l := rt.loops[0]
 	stream, _, n := streamStates(t, l)

@@ -941,32 +941,7 @@ func streamEcho(addr string, n int, seed byte) error {
 		return err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	sent := make([]byte, n)
-	for i := range sent {
-		sent[i] = seed + byte(i*31) + byte(i>>12)
-	}
-	werr := make(chan error, 1)
-	go func() {
-		for off := 0; off < n; off += 32 << 10 {
-			if _, err := c.Write(sent[off:min(n, off+32<<10)]); err != nil {
-				werr <- err
-				return
-			}
-		}
-		werr <- nil
-	}()
-	got := make([]byte, n)
-	if _, err := io.ReadFull(c, got); err != nil {
-		return err
-	}
-	if err := <-werr; err != nil {
-		return err
-	}
-	if !bytes.Equal(got, sent) {
-		return errors.New("echo differs from what was sent")
-	}
-	return nil
+	return echoPattern(c, n, seed, 32<<10)
 }
 
 // stdPeer is the other end of every script: a Go net socket.
