@@ -233,9 +233,17 @@ func TestSlowSubscriber(t *testing.T) {
 // gets, in publishing order, messages that alternate between them (runs
 // of different segments in one batch), one bigger than a segment's share
 // (a segment of its own), and enough of them to fill several segments.
+//
+// The subscriber gets about 260 KB, and the server may read the whole
+// pipeline before the subscriber's first write (a batch is written once
+// per loop iteration), so the limit here is the server's default, not
+// testLimits' 256 KiB: this test is about order, TestSlowSubscriber about
+// the limit.
 func TestMessagesAcrossChannelsAndSegments(t *testing.T) {
+	lim := testLimits
+	lim.pubsubLimit = 8 << 20
 	for _, loops := range []int{1, 2} {
-		_, addr := startServer(t, loops, testLimits)
+		_, addr := startServer(t, loops, lim)
 		sub := dial(t, addr)
 		sr := bufio.NewReader(sub)
 		sub.Write([]byte(cmd("SUBSCRIBE", "a", "b")))
