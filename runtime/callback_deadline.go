@@ -21,7 +21,7 @@ func (c *CallbackConn) setDeadline(d time.Duration, write bool) error {
 
 // setDeadline applies it (loop only).
 func (l *loop) setDeadline(c *CallbackConn, d int64, write bool) {
-	if c.closing || c.finalized {
+	if c.finalized || c.closing && !(write && c.sendsAtClose()) {
 		return
 	}
 	tm := c.timers()
@@ -62,16 +62,26 @@ func (c *CallbackConn) checkRead(now int64) {
 }
 
 // checkWrite closes c when its queued output made no progress for its
-// write timeout.
+// write timeout; a close already under way (Close) then drops the output
+// it was sending.
 func (c *CallbackConn) checkWrite(now int64) {
 	tm := c.tm
 	if c.outq.n == 0 && c.posted.Load() == 0 {
 		tm.lastWrite = now // nothing to send: nothing stalls
 		return
 	}
-	if now-tm.lastWrite >= tm.writeTO {
-		c.closeOnLoop(ErrWriteTimeout)
+	if now-tm.lastWrite < tm.writeTO {
+		return
 	}
+	if !c.closing {
+		c.closeOnLoop(ErrWriteTimeout)
+		return
+	}
+	c.closeErr = ErrWriteTimeout
+	tm.wrT.state.Store(1)
+	c.outq.discard(c.l, c.sendOp.armed)
+	c.l.cancelOp(&c.sendOp)
+	c.maybeFinalize()
 }
 
 // stdTimer runs t for a BackendStd connection on a goroutine of its own

@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"container/heap"
+	"io"
 	"os"
 	"sync/atomic"
 	"time"
@@ -95,7 +96,9 @@ func (c *CallbackConn) SetReadTimeout(d time.Duration) error {
 
 // SetWriteTimeout closes the connection when its queued output made no
 // progress for d (the peer does not read: a slow subscriber); OnClose then
-// gets ErrWriteTimeout. d <= 0 turns it off. It may be called anywhere.
+// gets ErrWriteTimeout. It bounds a Close too, set before it or after: a
+// closing connection whose output stalls for d drops that output and
+// closes. d <= 0 turns it off. It may be called anywhere.
 // The close comes between d and 1.25 x d after the last send progress.
 // BackendStd: it returns errors.ErrUnsupported.
 func (c *CallbackConn) SetWriteTimeout(d time.Duration) error {
@@ -146,7 +149,7 @@ func (c *CallbackConn) schedule(t *LoopTimer, d time.Duration) {
 // addTimer puts t in the heap, due in d ns (loop only).
 func (l *loop) addTimer(t *LoopTimer, d int64) {
 	c := t.c
-	if c.closing || c.finalized || t.state.Load() != 0 {
+	if c.finalized || t.state.Load() != 0 || c.closing && !c.keepsTimer(t) {
 		t.state.Store(1)
 		return
 	}
@@ -182,7 +185,7 @@ func (l *loop) runTimers() {
 	for len(l.timers) > 0 && l.timers[0].when <= now {
 		t := l.timers[0]
 		c := t.c
-		if t.state.Load() != 0 || c.closing || c.finalized {
+		if t.state.Load() != 0 || c.finalized || c.closing && !c.keepsTimer(t) {
 			heap.Pop(&l.timers)
 			t.state.Store(1)
 			continue
@@ -217,13 +220,30 @@ func (l *loop) timerWait(timeout time.Duration) (time.Duration, bool) {
 	return min(timeout, d), true
 }
 
-// endTimers stops c's timers (loop only; c is closing).
+// endTimers stops c's timers (loop only; c is closing), but the write
+// timeout's check of a close that still sends its queued output.
 func (c *CallbackConn) endTimers() {
 	if c.tm == nil {
 		return
 	}
 	for _, t := range c.tm.list {
-		t.state.Store(1)
+		if !c.keepsTimer(t) {
+			t.state.Store(1)
+		}
 	}
 	c.tm.list = nil
+}
+
+// keepsTimer reports whether t runs on while c is closing: the write
+// timeout's check, while the close sends the queued output (Close), so
+// that a peer that never reads cannot hold the connection and its output
+// for ever (loop only).
+func (c *CallbackConn) keepsTimer(t *LoopTimer) bool {
+	return c.tm != nil && t == c.tm.wrT && c.sendsAtClose()
+}
+
+// sendsAtClose reports whether c's close sends its queued output: Close,
+// or the peer's EOF, not a failure (loop only).
+func (c *CallbackConn) sendsAtClose() bool {
+	return !c.finalized && (c.closeErr == nil || c.closeErr == io.EOF)
 }

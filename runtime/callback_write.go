@@ -189,7 +189,10 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 }
 
 // Close closes the connection after the queued output is sent; OnClose
-// follows with a nil error. It may be called anywhere: in this
+// follows with a nil error (with ErrWriteTimeout, the output dropped, when
+// the write timeout of SetWriteTimeout passes without progress; without
+// one, a peer that never reads holds the connection). It may be called
+// anywhere: in this
 // connection's callback it takes effect when the callback returns (no
 // OnData follows it); elsewhere it is AsyncClose. Writes after it return
 // net.ErrClosed. It returns nil.
