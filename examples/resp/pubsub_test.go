@@ -222,7 +222,20 @@ func TestSlowSubscriber(t *testing.T) {
 	if counts[":3\r\n"] == 0 || counts[":4\r\n"] == 0 || len(counts) != 2 {
 		t.Fatalf("PUBLISH replies %v: want 4 receivers, then 3", counts)
 	}
-	// The dropped connection ends: EOF or a reset once its grace passed.
+	// Unread, the dropped connection ends once its output stalled for the
+	// grace (runtime's write timeout): it does not hold its queue for ever.
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		srv.mu.Lock()
+		_, open := srv.conns[slowCl]
+		srv.mu.Unlock()
+		if !open {
+			break
+		}
+		if time.Now().After(end) { // a hang, not a timing bound
+			t.Fatalf("the dropped subscriber, not reading, is still open 20 s later (%d bytes queued)", slowCl.c.OutboundBuffered())
+		}
+	}
+	// Its client sees EOF or a reset.
 	slow.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.Copy(io.Discard, slow); err != nil && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("slow subscriber: %v", err)
