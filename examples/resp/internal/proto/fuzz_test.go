@@ -16,6 +16,7 @@ func FuzzParser(f *testing.F) {
 		"*99999999\r\n$1\r\na\r\n",
 		"*-1\r\n*0\r\n\r\nECHO  hi\n",
 		"*1\r\n$3\r\nabcd\r\n",
+		"ECHO \"a\\x41\\n\" 'b\\'' c\"d e\"\r\n",
 	} {
 		f.Add([]byte(s), uint8(1))
 		f.Add([]byte(s), uint8(5))

@@ -14,7 +14,6 @@
 package proto
 
 import (
-	"bytes"
 	"errors"
 )
 
@@ -79,6 +78,8 @@ type Parser struct {
 	want  int
 	spans []span
 	args  [][]byte
+	// scratch holds the unquoted words of an inline line with quotes.
+	scratch []byte
 }
 
 func (p *Parser) limits() (bulk, nargs, inline, req int) {
@@ -275,42 +276,6 @@ func (p *Parser) done(args [][]byte, n int) ([][]byte, int, error) {
 		p.args = nil // args, the caller's, stays valid
 	}
 	return args, n, nil
-}
-
-// inline parses a line of words separated by spaces or tabs, ended by
-// "\n" (a "\r" before it is dropped).
-func (p *Parser) inline(b []byte) ([][]byte, int, error) {
-	_, _, maxInline, _ := p.limits()
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		if len(b) > maxInline {
-			return nil, 0, ErrInlineTooBig
-		}
-		return nil, 0, nil
-	}
-	if i > maxInline {
-		return nil, 0, ErrInlineTooBig
-	}
-	line := b[:i]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
-	args := p.args[:0]
-	for j := 0; j < len(line); {
-		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
-			j++
-		}
-		k := j
-		for k < len(line) && line[k] != ' ' && line[k] != '\t' {
-			k++
-		}
-		if k > j {
-			args = append(args, line[j:k:k])
-		}
-		j = k
-	}
-	p.args = args
-	return args, i + 1, nil
 }
 
 // readInt reads "<c><digits>\r\n" at the front of b (c is any one byte: '*'
