@@ -105,7 +105,7 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 	cmd := lookup(args[0])
 	if len(cl.chans) > 0 {
 		switch cmd {
-		case cmdSubscribe, cmdUnsubscribe, cmdPing, cmdQuit:
+		case cmdSubscribe, cmdUnsubscribe, cmdPing, cmdQuit, cmdUnknown:
 		default:
 			return proto.AppendError(out, "ERR Can't execute '"+strings.ToLower(string(args[0]))+
 				"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
@@ -207,7 +207,9 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 		if len(args) != 2 {
 			return arity(out, args)
 		}
-		if string(args[1]) != "0" {
+		if db, ok := parseInt(args[1]); !ok {
+			return proto.AppendError(out, "ERR value is not an integer or out of range")
+		} else if db != 0 {
 			return proto.AppendError(out, "ERR DB index is out of range")
 		}
 		return proto.AppendSimple(out, "OK")
@@ -264,16 +266,18 @@ func ping(cl *client, args [][]byte, out []byte) []byte {
 	return append(out, "+PONG\r\n"...)
 }
 
-// set runs SET key value [NX|XX] [EX seconds|PX milliseconds|KEEPTTL].
+// set runs SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|KEEPTTL].
 func (s *server) set(cl *client, args [][]byte, out []byte) []byte {
 	if len(args) < 3 {
 		return arity(out, args)
 	}
 	var expire int64
-	nx, xx, keepTTL := false, false, false
+	nx, xx, keepTTL, get := false, false, false, false
 	for i := 3; i < len(args); i++ {
 		opt := strings.ToUpper(string(args[i]))
 		switch {
+		case opt == "GET":
+			get = true
 		case opt == "NX" && !xx:
 			nx = true
 		case opt == "XX" && !nx:
@@ -299,10 +303,20 @@ func (s *server) set(cl *client, args [][]byte, out []byte) []byte {
 		}
 	}
 	sh := s.st.lock(args[1])
-	if nx || xx || keepTTL {
+	if nx || xx || keepTTL || get {
 		e := sh.get(args[1], nowNano)
+		if get { // the old value is the reply, set or not
+			if e != nil {
+				out = proto.AppendBulk(out, e.val)
+			} else {
+				out = proto.AppendNull(out)
+			}
+		}
 		if nx && e != nil || xx && e == nil {
 			s.st.unlock(sh)
+			if get {
+				return out
+			}
 			return proto.AppendNull(out)
 		}
 		if keepTTL && e != nil {
@@ -313,6 +327,9 @@ func (s *server) set(cl *client, args [][]byte, out []byte) []byte {
 	s.st.unlock(sh)
 	if expire != 0 && !s.sweeping.Load() {
 		s.startSweep(cl)
+	}
+	if get {
+		return out
 	}
 	return append(out, "+OK\r\n"...)
 }
@@ -361,12 +378,22 @@ func (s *server) config(args [][]byte, out []byte) []byte {
 	switch strings.ToLower(string(args[1])) {
 	case "get":
 		if len(args) < 3 {
-			return arity(out, args)
+			return proto.AppendError(out, "ERR wrong number of arguments for 'config|get' command")
 		}
 		var found [][2]string
 		for _, p := range s.configParams() {
 			for _, pat := range args[2:] {
-				if ok, _ := path.Match(strings.ToLower(string(pat)), p[0]); ok {
+				lc := strings.ToLower(string(pat))
+				if !strings.ContainsAny(lc, "*?[") {
+					// A name, not a pattern: Redis answers with the
+					// name as asked.
+					if lc == p[0] {
+						found = append(found, [2]string{string(pat), p[1]})
+						break
+					}
+					continue
+				}
+				if ok, _ := path.Match(lc, p[0]); ok {
 					found = append(found, p)
 					break
 				}
@@ -381,8 +408,8 @@ func (s *server) config(args [][]byte, out []byte) []byte {
 	case "resetstat":
 		return proto.AppendSimple(out, "OK")
 	}
-	return proto.AppendError(out, "ERR unknown subcommand or wrong number of arguments for '"+
-		strings.ToLower(string(args[1]))+"' (CONFIG GET and RESETSTAT are supported)")
+	// CONFIG SET and the others: not supported here.
+	return proto.AppendError(out, "ERR unknown subcommand '"+string(args[1])+"'. Try CONFIG HELP.")
 }
 
 // parseInt parses a decimal int64 as Redis does: an optional '-', digits,
@@ -394,7 +421,7 @@ func parseInt(b []byte) (int64, bool) {
 	neg := b[0] == '-'
 	if neg {
 		b = b[1:]
-		if len(b) == 0 {
+		if len(b) == 0 || b[0] == '0' { // "-0" too, as Redis's string2ll
 			return 0, false
 		}
 	}

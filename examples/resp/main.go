@@ -1,5 +1,5 @@
 // Command resp is a RESP2 (Redis protocol) server on uringrt's callback
-// API: PING, ECHO, SET (EX, PX, NX, XX, KEEPTTL), GET, DEL, EXISTS, INCR,
+// API: PING, ECHO, SET (EX, PX, NX, XX, KEEPTTL, GET), GET, DEL, EXISTS, INCR,
 // MGET, MSET, CONFIG GET, SUBSCRIBE, UNSUBSCRIBE and PUBLISH (plus QUIT,
 // SELECT 0, DBSIZE, FLUSHALL, COMMAND), enough for redis-benchmark and
 // redis-cli. The key space lives in memory, owned by the loops (store.go).
@@ -19,7 +19,7 @@
 // one that never reads holds at most that much while the others keep their
 // rate (all subscribers together hold at most their number times the
 // limit). Requests are RESP arrays of bulk strings or inline lines of
-// words (quotes are not interpreted).
+// words, quoted as redis-cli and Redis quote them.
 //
 // It exits 0 on SIGINT or SIGTERM after closing every connection.
 package main
