@@ -38,8 +38,8 @@ func FuzzParser(f *testing.F) {
 			t.Fatalf("error %v is not a protocol error", err1)
 		}
 		for _, p := range []*Parser{&p1, &p2} {
-			if len(p.spans) > len(data)/4+1 || p.off > len(data) {
-				t.Fatalf("parser holds %d spans, offset %d, for %d bytes", len(p.spans), p.off, len(data))
+			if p.got > len(data)/4+1 || p.off > len(data) {
+				t.Fatalf("parser counts %d elements, offset %d, for %d bytes", p.got, p.off, len(data))
 			}
 		}
 		// The one-pass path takes only what array would take, the same way.

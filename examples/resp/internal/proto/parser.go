@@ -55,10 +55,6 @@ var (
 // a bulk string.
 var ErrExpectedBulk = errors.New("expected '$'")
 
-// span locates one argument in the current request: b[start:end], with
-// offsets from the request's first byte.
-type span struct{ start, end int }
-
 // Parser parses a stream of RESP2 requests. Its zero value uses the
 // default limits; set the fields before the first Next. A Parser belongs
 // to one connection and is not safe for concurrent use.
@@ -73,11 +69,11 @@ type Parser struct {
 	MaxRequest int
 
 	// Resume state of the array request that the last Next found partial:
-	// off bytes of it parsed, want elements declared, spans of those parsed.
-	off   int
-	want  int
-	spans []span
-	args  [][]byte
+	// off bytes of it parsed, want elements declared, got of them parsed,
+	// the first at first. Nothing per element: what a connection holds
+	// for a partial request is its bytes, which the caller bounds.
+	off, want, got, first int
+	args                  [][]byte
 	// scratch holds the unquoted words of an inline line with quotes.
 	scratch []byte
 }
@@ -106,8 +102,7 @@ func (p *Parser) Pending() bool { return p.off > 0 }
 
 // Reset forgets a partial request (after the caller dropped its bytes).
 func (p *Parser) Reset() {
-	p.off, p.want = 0, 0
-	p.spans = p.spans[:0]
+	p.off, p.want, p.got = 0, 0, 0
 }
 
 // Next parses the request at the front of b. It returns the request's
@@ -213,11 +208,10 @@ func (p *Parser) array(b []byte) ([][]byte, int, error) {
 		if v <= 0 { // *0 and *-1: nothing to run (Redis skips them)
 			return p.done(nil, m)
 		}
-		p.want = int(v)
-		p.spans = p.spans[:0]
+		p.want, p.got, p.first = int(v), 0, m
 		off = m
 	}
-	for len(p.spans) < p.want {
+	for p.got < p.want {
 		if off >= len(b) {
 			break
 		}
@@ -242,16 +236,25 @@ func (p *Parser) array(b []byte) ([][]byte, int, error) {
 		if b[end] != '\r' || b[end+1] != '\n' {
 			return nil, 0, ErrBadLine
 		}
-		p.spans = append(p.spans, span{start, end})
+		p.got++
 		off = end + 2
 	}
-	if len(p.spans) < p.want {
+	if p.got < p.want {
 		p.off = off
 		return nil, 0, p.check(b, maxReq)
 	}
+	// Complete: a second pass over the headers, checked by the first,
+	// makes the arguments.
 	args := p.args[:0]
-	for _, s := range p.spans {
-		args = append(args, b[s.start:s.end:s.end])
+	if cap(args) < p.want {
+		args = make([][]byte, 0, p.want)
+	}
+	for i := p.first; len(args) < p.want; {
+		v, m, _, _ := readInt(b[i:], 1)
+		start := i + m
+		end := start + int(v)
+		args = append(args, b[start:end:end])
+		i = end + 2
 	}
 	p.args = args
 	return p.done(args, off)
@@ -266,12 +269,8 @@ func (p *Parser) check(b []byte, maxReq int) error {
 }
 
 func (p *Parser) done(args [][]byte, n int) ([][]byte, int, error) {
-	p.off, p.want = 0, 0
-	p.spans = p.spans[:0]
+	p.off, p.want, p.got = 0, 0, 0
 	// A huge request's argument list is not kept for the next one.
-	if cap(p.spans) > 1024 {
-		p.spans = nil
-	}
 	if cap(p.args) > 1024 {
 		p.args = nil // args, the caller's, stays valid
 	}
