@@ -56,25 +56,8 @@ done
 echo "# building into $OUT/bin" >&2
 (cd "$ROOT/bench" && go build -o "$OUT/bin/http-server" ./cmd/http-server && go build -o "$OUT/bin/resp-server" ./cmd/resp-server)
 
+. "$ROOT/scripts/lib.sh"
 CLK=$(getconf CLK_TCK)
-SPID=
-cleanup() {
-	if [[ -n $SPID ]]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; fi
-	SPID=
-}
-trap cleanup EXIT
-
-# cpu_ticks PID: utime+stime of the process (all threads), in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
-wait_port() {
-	for _ in $(seq 100); do
-		if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then return 0; fi
-		sleep 0.05
-	done
-	echo "server did not listen on $PORT" >&2
-	return 1
-}
 
 # run_client WORKLOAD -> prints "requests rps [mean_ms max_ms]"
 run_client() {

@@ -68,6 +68,7 @@ echo "# building into $OUT/bin" >&2
 	go build -o "$OUT/bin/resp-server" ./cmd/resp-server && go build -o "$OUT/bin/resp-fanout" ./cmd/resp-fanout)
 { date -u; uname -r; redis-server --version; git -C "$ROOT" rev-parse --short HEAD; } >"$OUT/env.txt"
 
+. "$ROOT/scripts/lib.sh"
 CLK=$(getconf CLK_TCK)
 QUOTA=${QUOTA:-}
 CG=
@@ -92,25 +93,6 @@ fi
 # itself there, then execs the server: $! stays the server's PID)
 IN_QUOTA=()
 [[ -z $CG ]] || IN_QUOTA=(sh -c 'echo $$ >"$0" && exec "$@"' "$CG/cgroup.procs")
-SPID=
-cleanup() {
-	if [[ -n $SPID ]]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; fi
-	SPID=
-}
-trap cleanup EXIT
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# cpus_busy: the CPUs' non-idle time (user nice system irq softirq steal), ticks
-cpus_busy() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-
-wait_port() {
-	for _ in $(seq 200); do
-		if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then return 0; fi
-		sleep 0.05
-	done
-	echo "server did not listen on $PORT" >&2
-	return 1
-}
 
 start_server() {
 	local dir
