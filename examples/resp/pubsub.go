@@ -19,10 +19,14 @@ type pubsub struct {
 }
 
 // channel is one channel's subscribers, in no particular order; each
-// subscriber gets the channel's messages in publishing order.
+// subscriber gets the channel's messages in publishing order. subAt[i] is
+// the index of this channel in subs[i].chans: with client.chanAt, a
+// subscription is removed from both lists in constant time, however many
+// channels a client has or clients a channel has.
 type channel struct {
-	name string
-	subs []*client
+	name  string
+	subs  []*client
+	subAt []int
 	// mu guards seg when the registry is locked (publishers on several
 	// loops add to one channel at the same time).
 	mu   sync.Mutex
@@ -56,13 +60,17 @@ func (ps *pubsub) subscribe(cl *client, name []byte) int {
 		ch = &channel{name: string(name)}
 		ps.chans[ch.name] = ch
 	}
-	for _, c := range cl.chans {
-		if c == ch {
-			return len(cl.chans)
-		}
+	if _, ok := cl.member[ch]; ok {
+		return len(cl.chans)
 	}
+	if cl.member == nil {
+		cl.member = map[*channel]int{}
+	}
+	cl.member[ch] = len(cl.chans)
 	ch.subs = append(ch.subs, cl)
+	ch.subAt = append(ch.subAt, len(cl.chans))
 	cl.chans = append(cl.chans, ch)
+	cl.chanAt = append(cl.chanAt, len(ch.subs)-1)
 	return len(cl.chans)
 }
 
@@ -104,27 +112,39 @@ func (ps *pubsub) leave(cl *client) {
 	}
 }
 
-// remove takes cl off ch (ps locked); a channel left without subscribers
-// is deleted.
+// remove takes cl off ch, if it is on it (ps locked); a channel left
+// without subscribers is deleted. Each list's last entry moves into the
+// hole, and the other list's index of it follows.
 func (ps *pubsub) remove(cl *client, ch *channel) {
-	for i, c := range cl.chans {
-		if c == ch {
-			cl.chans[i] = cl.chans[len(cl.chans)-1]
-			cl.chans[len(cl.chans)-1] = nil
-			cl.chans = cl.chans[:len(cl.chans)-1]
-			break
-		}
+	j, ok := cl.member[ch]
+	if !ok {
+		return
 	}
-	for i, c := range ch.subs {
-		if c == cl {
-			ch.subs[i] = ch.subs[len(ch.subs)-1]
-			ch.subs[len(ch.subs)-1] = nil
-			ch.subs = ch.subs[:len(ch.subs)-1]
-			break
-		}
+	delete(cl.member, ch)
+	i := cl.chanAt[j]
+
+	last := len(ch.subs) - 1
+	moved, movedJ := ch.subs[last], ch.subAt[last]
+	ch.subs[i], ch.subAt[i] = moved, movedJ
+	moved.chanAt[movedJ] = i
+	ch.subs[last] = nil
+	ch.subs, ch.subAt = ch.subs[:last], ch.subAt[:last]
+
+	last = len(cl.chans) - 1
+	mch, mi := cl.chans[last], cl.chanAt[last]
+	cl.chans[j], cl.chanAt[j] = mch, mi
+	if mch != ch {
+		mch.subAt[mi] = j
+		cl.member[mch] = j
 	}
+	cl.chans[last] = nil
+	cl.chans, cl.chanAt = cl.chans[:last], cl.chanAt[:last]
+
 	if len(ch.subs) == 0 {
 		delete(ps.chans, ch.name)
+	}
+	if len(cl.chans) == 0 {
+		cl.member = nil
 	}
 }
 

@@ -73,7 +73,13 @@ type client struct {
 	flushing bool
 	// chans are the channels subscribed to; a client with any is in
 	// subscribed mode (RESP2): only (UN)SUBSCRIBE, PING and QUIT.
-	chans []*channel
+	// chanAt[j] is this client's index in chans[j].subs, and member maps
+	// a channel to its index in chans (pubsub.go). Changed under the
+	// registry's write lock only, member and chans by this client's own
+	// callbacks (which read them without it).
+	chans  []*channel
+	chanAt []int
+	member map[*channel]int
 	// closing: a QUIT or a protocol error; what follows is not run.
 	closing bool
 	// dropped: a publisher found this subscriber over the pubsub limit
