@@ -123,15 +123,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	if cl.closing {
 		s.hold(cl, 0)
 	}
-	if len(out) > 0 {
-		s.noteReplies(cl, len(out))
-		if _, err := c.Write(out); err == uringrt.ErrWriteBufferFull {
-			// Replies past Config.MaxWriteBuffer while the client does
-			// not read them (reads pause before that, so only one huge
-			// batch gets here): drop the client rather than grow.
-			cl.closing = true
-		}
-	}
+	out = s.flush(cl, out)
 	if cl.closing {
 		c.Close()
 	}
@@ -142,12 +134,39 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 }
 
+// flushAt is the reply bytes of one OnData written at once, before the
+// requests after them run: the replies of a batch are not all held
+// together (a few bytes of GETs of a big value make many times their
+// size), and the connection's cap on queued output applies within a batch.
+const flushAt = 256 << 10
+
+// flush writes out, the replies made so far, and returns it emptied. Past
+// Config.MaxWriteBuffer of queued output (the client does not read its
+// replies) the client is dropped rather than held without bound (Redis's
+// client-output-buffer-limit; no room is left for an error reply).
+func (s *server) flush(cl *client, out []byte) []byte {
+	if len(out) == 0 {
+		return out
+	}
+	s.noteReplies(cl, len(out))
+	if _, err := cl.c.Write(out); err == uringrt.ErrWriteBufferFull {
+		cl.closing = true
+	}
+	return out[:0]
+}
+
 // runAll runs every complete request at the front of data, appending
-// their replies to out, and returns out and the bytes left (a partial
-// request). A protocol error appends its RESP error and sets cl.closing.
+// their replies to out (written at flushAt bytes), and returns out and
+// the bytes left (a partial request). A protocol error appends its RESP
+// error and sets cl.closing.
 func (s *server) runAll(cl *client, data, out []byte) ([]byte, []byte) {
 	buf := data
 	for len(buf) > 0 && !cl.closing {
+		if len(out) >= flushAt {
+			if out = s.flush(cl, out); cl.closing {
+				break
+			}
+		}
 		args, n, err := cl.p.Next(buf)
 		if err != nil {
 			out = proto.AppendError(out, "ERR "+err.Error())
