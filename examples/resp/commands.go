@@ -157,6 +157,13 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 		}
 		out = proto.AppendArray(out, len(args)-1)
 		for _, k := range args[1:] {
+			// A reply of many big values is written as it grows (the
+			// output cap applies to it; a dropped client's is cut short).
+			if len(out) >= flushAt {
+				if out = s.flush(cl, out); cl.closing {
+					return out
+				}
+			}
 			sh := s.st.lock(k)
 			if e := sh.get(k, nowNano); e != nil {
 				out = proto.AppendBulk(out, e.val)
