@@ -181,7 +181,8 @@ func readLen(b []byte, i int) (v, next int, ok bool) {
 			v = v*10 + int(c-'0')
 			continue
 		}
-		if c != '\r' || i == start || i-start > 18 || i+1 >= len(b) || b[i+1] != '\n' {
+		if c != '\r' || i == start || i-start > 18 || i+1 >= len(b) || b[i+1] != '\n' ||
+			b[start] == '0' && i-start > 1 { // a leading zero: array's error
 			return 0, 0, false
 		}
 		return v, i + 2, true
@@ -281,7 +282,7 @@ func (p *Parser) done(args [][]byte, n int) ([][]byte, int, error) {
 // or '$'), skipping skip bytes. It returns the value, the bytes taken, and
 // ok == false when the line is not complete yet. A line without digits, a
 // sign other than a leading '-', too many digits or a '\r' not followed by
-// '\n' is an error.
+// '\n', "-0" and a leading zero are errors.
 func readInt(b []byte, skip int) (v int64, n int, ok bool, err error) {
 	i := skip
 	neg := false
@@ -299,7 +300,8 @@ func readInt(b []byte, skip int) (v int64, n int, ok bool, err error) {
 			v = v*10 + int64(c-'0')
 			continue
 		}
-		if c != '\r' || i == start {
+		if c != '\r' || i == start || b[start] == '0' && (neg || i-start > 1) {
+			// Nothing, or "-0" or a leading zero, as Redis's string2ll.
 			return 0, 0, false, ErrBulkLen
 		}
 		if i+1 >= len(b) {

@@ -268,3 +268,18 @@ func BenchmarkParseGET(b *testing.B) {
 		p.Next(in)
 	}
 }
+
+// TestLengthsAsRedis: lengths with a leading zero or "-0" are protocol
+// errors, as Redis's string2ll makes them.
+func TestLengthsAsRedis(t *testing.T) {
+	for _, in := range []string{"*01\r\n$4\r\nPING\r\n", "*1\r\n$04\r\nPING\r\n", "*-0\r\n", "*1\r\n$-0\r\n\r\n", "*00\r\n"} {
+		var p Parser
+		if args, n, err := p.Next([]byte(in)); err == nil {
+			t.Errorf("%q: %q, n %d; want a protocol error", in, join(args), n)
+		}
+	}
+	var p Parser
+	if args, _, err := p.Next([]byte("*1\r\n$0\r\n\r\n")); err != nil || len(args) != 1 {
+		t.Errorf("$0: %q %v", join(args), err)
+	}
+}
