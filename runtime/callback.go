@@ -88,6 +88,8 @@ type CallbackConn struct {
 
 	// std backend
 	std      net.Conn
+	stdMaxIn int   // Config.MaxWriteBuffer: the cap on kept input (framing)
+	stdErr   error // OnClose's error when the runtime closed it (ErrInboundFull)
 	stdMu    sync.Mutex
 	stdEnded bool // closed: no more timers (under stdMu)
 

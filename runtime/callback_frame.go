@@ -191,7 +191,7 @@ func (c *CallbackConn) onData(data []byte) {
 
 func (c *CallbackConn) maxInbound() int {
 	if c.std != nil {
-		return DefaultMaxWriteBuffer
+		return c.stdMaxIn
 	}
 	return c.l.rt.cfg.MaxWriteBuffer
 }
@@ -200,6 +200,7 @@ func (c *CallbackConn) maxInbound() int {
 func (c *CallbackConn) inboundFull() {
 	c.frame.kept = nil
 	if c.std != nil {
+		c.stdErr = ErrInboundFull
 		c.closeStd()
 		return
 	}

@@ -145,6 +145,7 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	c, h := cc.std, cc.h
 	cc.stdClosed = make(chan struct{})
+	cc.stdMaxIn = rt.cfg.MaxWriteBuffer
 	var closeErr error
 	defer func() {
 		if v := recover(); v != nil {
@@ -152,6 +153,9 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 			closeErr = errHandlerPanic
 		}
 		cc.closeStd()
+		if cc.stdErr != nil {
+			closeErr = cc.stdErr
+		}
 		h.OnClose(cc, closeErr)
 	}()
 	h.OnOpen(cc)
