@@ -8,7 +8,9 @@
 //	redis-cli -p 6380 set k v
 //
 // Each OnData runs every complete request it got and answers them all
-// with one write, so a pipelined batch costs one send. A request split
+// with one write (one per 256 KiB of replies), so a pipelined batch costs
+// one send. A client whose unread replies pass -max-request plus 8 MiB
+// (the runtime's Config.MaxWriteBuffer) is disconnected. A request split
 // across reads is kept and completed by the next ones; its size is
 // bounded (-max-bulk, -max-request, and -max-pending for all connections
 // together): over a bound the client gets a RESP error and is
