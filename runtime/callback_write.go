@@ -161,12 +161,15 @@ func (c *CallbackConn) unpost(n int64) {
 	}
 }
 
-// queueAsync takes the bytes of an AsyncWrite (loop only).
+// queueAsync takes the bytes of an AsyncWrite (loop only). They count
+// as queued before they stop counting as posted: post checks the two
+// together, and a moment with p in neither would let a write past the
+// caps.
 func (c *CallbackConn) queueAsync(p []byte) {
-	c.unpost(int64(len(p)))
-	c.pendingWrites.Add(-1)
 	c.queue(p, false)
 	c.queued.Store(int64(c.outq.n))
+	c.unpost(int64(len(p)))
+	c.pendingWrites.Add(-1)
 	c.markDirty()
 	c.afterQueue()
 	c.noteDrainMark()

@@ -1,0 +1,520 @@
+package uringrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Hostile peers against the callback API's receive path and buffer
+// lending (stream mode, lend.go): bursts that stop reading, resets in
+// the middle of a stream, half-closes, big and small messages in turn,
+// more streams than a loop has stream buffers, closes from OnData while a
+// buffer is lent, and the runtime closing during the streams. After each,
+// every buffer is back (checkCBIdle).
+
+// checkCBIdle waits (20 s at most) until rt's loops serve no callback
+// connection, then checks that nothing they held is left: no stream
+// buffer out of its loop's pool (nor one twice in it, nor more than
+// streamMaxBufs allocated), no provided buffer lent, no queued chunk
+// accounted in the memory budget.
+func checkCBIdle(t *testing.T, rt *Runtime) {
+	t.Helper()
+	end := time.Now().Add(20 * time.Second)
+	for _, l := range rt.loops {
+		for {
+			var conns, live, lent, pool int
+			var held int64
+			dup := false
+			onLoop(l, func() {
+				conns, live, lent, pool = len(l.cbConns), l.streamLive, l.lentBufs, len(l.streamBufs)
+				held = l.budget.held.Load()
+				seen := map[*byte]bool{}
+				for _, b := range l.streamBufs {
+					dup = dup || seen[&b[0]]
+					seen[&b[0]] = true
+				}
+			})
+			if conns > 0 {
+				if time.Now().After(end) {
+					t.Fatalf("loop %d still serves %d callback conns", l.id, conns)
+				}
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			if live != 0 || lent != 0 || held != 0 || dup || pool > streamMaxBufs {
+				t.Fatalf("loop %d with no conns: streamLive %d, lentBufs %d, budget held %d, a stream buffer twice in the pool: %v, pool %d (max %d)",
+					l.id, live, lent, held, dup, pool, streamMaxBufs)
+			}
+			break
+		}
+	}
+	if h := rt.budget.held.Load(); h != 0 {
+		t.Fatalf("runtime budget holds %d bytes with no conns", h)
+	}
+}
+
+// attackHandlers are the handler shapes the attacks run against.
+func attackHandlers() map[string]Handler {
+	return map[string]Handler{
+		"nocopy": EchoHandler{},
+		"write": HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+			if _, err := c.Write(d); err != nil {
+				c.Close()
+			}
+		}},
+		// Peek/Next framing: 4 KiB frames echoed whole, lent when they
+		// lie in the received buffer, the partial tail kept.
+		"frame": HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+			for {
+				f, err := c.Next(4 << 10)
+				if err != nil {
+					return
+				}
+				if _, err := c.WriteNoCopy(f); err != nil {
+					c.Close()
+					return
+				}
+			}
+		}},
+		// Writes from another goroutine: OnData copies and hands off.
+		"async": asyncEcho(),
+	}
+}
+
+// asyncEcho echoes through AsyncWrite from one goroutine per connection,
+// in order; a refused write closes the connection.
+func asyncEcho() Handler {
+	type state struct{ ch chan []byte }
+	return HandlerFuncs{
+		Open: func(c *CallbackConn) {
+			s := &state{ch: make(chan []byte, 64)}
+			c.SetValue(s)
+			go func() {
+				for b := range s.ch {
+					for {
+						_, err := c.AsyncWrite(b)
+						if errors.Is(err, ErrWriteBufferFull) {
+							time.Sleep(time.Millisecond)
+							continue
+						}
+						break
+					}
+				}
+			}()
+		},
+		Data: func(c *CallbackConn, d []byte) {
+			c.Value().(*state).ch <- append([]byte(nil), d...)
+		},
+		Close: func(c *CallbackConn, err error) { close(c.Value().(*state).ch) },
+	}
+}
+
+func needBufRing(t *testing.T, rt *Runtime) {
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+}
+
+// TestAttackBurstThenStopReading: peers that write big bursts and never
+// read. Every connection's queue stays under MaxWriteBuffer, the loop's
+// stream buffers under streamMaxBufs, and once the peers go everything is
+// given back.
+func TestAttackBurstThenStopReading(t *testing.T) {
+	for name, h := range attackHandlers() {
+		t.Run(name, func(t *testing.T) {
+			const mwb = 256 << 10
+			rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
+			needBufRing(t, rt)
+			var maxQ atomic.Int64
+			ln := serveCB(t, rt, HandlerFuncs{
+				Open: func(c *CallbackConn) { h.OnOpen(c) },
+				Data: func(c *CallbackConn, d []byte) {
+					h.OnData(c, d)
+					if q := int64(c.outq.n); q > maxQ.Load() {
+						maxQ.Store(q)
+					}
+				},
+				Close: func(c *CallbackConn, err error) { h.OnClose(c, err) },
+			})
+			const conns = 8
+			cs := dialStd(t, ln.Addr().String(), conns)
+			inParallel(t, conns, func(i int) error {
+				c := cs[i]
+				buf := make([]byte, 64<<10)
+				for k := range buf {
+					buf[k] = byte(k)
+				}
+				// Write until a write makes no progress for 1 s (the
+				// server stopped reading), 16 MiB at most.
+				for n := 0; n < 16<<20; n += len(buf) {
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := c.Write(buf); err != nil {
+						break
+					}
+				}
+				return nil
+			})
+			l := rt.loops[0]
+			var live int
+			var held int64
+			onLoop(l, func() { live, held = l.streamLive, l.budget.held.Load() })
+			if q := maxQ.Load(); q > mwb {
+				t.Errorf("a queue held %d bytes, MaxWriteBuffer %d", q, mwb)
+			}
+			if live > streamMaxBufs {
+				t.Errorf("%d stream buffers out, max %d", live, streamMaxBufs)
+			}
+			// Queued chunk capacity: under MaxWriteBuffer plus a chunk
+			// of rounding, or a lent 32 KiB stream buffer, a connection.
+			if lim := int64(conns * (mwb + streamBufSize)); held > lim {
+				t.Errorf("queues hold %d bytes, want at most %d", held, lim)
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			checkCBIdle(t, rt)
+		})
+	}
+}
+
+// pattern returns n patterned bytes (seed).
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*31) + byte(i>>12)
+	}
+	return b
+}
+
+// TestAttackResetMidStream: peers that reset (SO_LINGER 0) in the middle
+// of a 64 KiB stream, with the server's echo still queued and their own
+// input unread: no panic, and every buffer comes back.
+func TestAttackResetMidStream(t *testing.T) {
+	for name, h := range attackHandlers() {
+		t.Run(name, func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 2})
+			needBufRing(t, rt)
+			ln := serveCB(t, rt, h)
+			for round := range 8 {
+				inParallel(t, 8, func(i int) error {
+					c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					c.SetDeadline(time.Now().Add(30 * time.Second))
+					msg := pattern(64<<10, byte(i+round))
+					// Whole echoes first (stream mode), then a reset
+					// part-way through one.
+					for range 4 {
+						go c.Write(msg)
+						got := make([]byte, len(msg))
+						if _, err := io.ReadFull(c, got); err != nil {
+							return err
+						}
+						if d := firstDiff(got, msg); d >= 0 {
+							return fmt.Errorf("echo byte %d differs", d)
+						}
+					}
+					cut := (i*7919 + round*104729) % len(msg)
+					if _, err := c.Write(msg[:cut]); err != nil {
+						return err
+					}
+					if i%2 == 0 {
+						// Read part of the echo of the cut, leaving the rest.
+						io.ReadFull(c, make([]byte, cut/2))
+					}
+					setLinger0(t, c)
+					return nil
+				})
+			}
+			checkCBIdle(t, rt)
+		})
+	}
+}
+
+// halfCloseEcho is EchoHandler that keeps a half-closed connection open
+// and closes it from OnReadEOF, once its echo is queued.
+type halfCloseEcho struct{ EchoHandler }
+
+func (halfCloseEcho) OnReadEOF(c *CallbackConn) bool {
+	c.Close()
+	return true
+}
+
+// TestAttackHalfCloseStream: a peer that streams, shuts its writing side
+// (CloseWrite) while the server is in stream mode, and reads until EOF
+// gets every byte of the echo in order.
+func TestAttackHalfCloseStream(t *testing.T) {
+	hs := attackHandlers()
+	delete(hs, "async") // its writes after the FIN's close fail, by contract
+	hs["halfcloser"] = halfCloseEcho{}
+	for name, h := range hs {
+		t.Run(name, func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1})
+			needBufRing(t, rt)
+			ln := serveCB(t, rt, h)
+			inParallel(t, 8, func(i int) error {
+				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(60 * time.Second))
+				msg := pattern(4<<20, byte(i))
+				werr := make(chan error, 1)
+				go func() {
+					for off := 0; off < len(msg); off += 64 << 10 {
+						if _, err := c.Write(msg[off : off+64<<10]); err != nil {
+							werr <- err
+							return
+						}
+					}
+					werr <- c.(*net.TCPConn).CloseWrite()
+				}()
+				got, err := io.ReadAll(c)
+				if err != nil {
+					return err
+				}
+				if err := <-werr; err != nil {
+					return err
+				}
+				if d := firstDiff(got, msg); d >= 0 || len(got) != len(msg) {
+					return fmt.Errorf("conn %d: echo of %d bytes differs at %d (got %d)", i, len(msg), d, len(got))
+				}
+				return nil
+			})
+			if streamEnters(rt) == 0 {
+				t.Error("no connection entered stream mode")
+			}
+			checkCBIdle(t, rt)
+		})
+	}
+}
+
+// TestAttackBigSmallAlternate: connections that alternate big and small
+// messages enter and leave stream mode again and again; every echo is
+// whole and every buffer comes back.
+func TestAttackBigSmallAlternate(t *testing.T) {
+	for name, h := range attackHandlers() {
+		t.Run(name, func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1})
+			needBufRing(t, rt)
+			ln := serveCB(t, rt, h)
+			const conns = 8
+			cs := dialStd(t, ln.Addr().String(), conns)
+			inParallel(t, conns, func(i int) error {
+				for k := range 12 {
+					if err := echoPattern(cs[i], 512<<10, byte(i+k), 64<<10); err != nil {
+						return err
+					}
+					for j := range 2 * streamLeave {
+						if err := echoPattern(cs[i], 4<<10, byte(j), 4<<10); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if e := streamEnters(rt); e < conns {
+				t.Errorf("StreamEnters %d, want at least %d", e, conns)
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			checkCBIdle(t, rt)
+		})
+	}
+}
+
+// TestAttackManyStreams: more streaming connections than a loop has
+// stream buffers, on one loop and on two.
+func TestAttackManyStreams(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		t.Run(fmt.Sprint("loops", loops), func(t *testing.T) {
+			rt := newRT(t, Config{Loops: loops})
+			needBufRing(t, rt)
+			ln := serveCB(t, rt, EchoHandler{})
+			conns := loops*streamMaxBufs + 32
+			cs := dialStd(t, ln.Addr().String(), conns)
+			inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 1<<20, byte(i), 64<<10) })
+			for _, l := range rt.loops {
+				var live int
+				onLoop(l, func() { live = l.streamLive })
+				if live > streamMaxBufs {
+					t.Errorf("loop %d: %d stream buffers out, max %d", l.id, live, streamMaxBufs)
+				}
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			checkCBIdle(t, rt)
+		})
+	}
+}
+
+// TestAttackCloseFromOnDataLent: a handler that lends what it read
+// (WriteNoCopy) and closes the connection in the same OnData, part-way
+// through a stream: the peer reads a whole prefix of its bytes, then EOF,
+// and every buffer comes back.
+func TestAttackCloseFromOnDataLent(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	needBufRing(t, rt)
+	const limit = 300 << 10
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		n, _ := c.Value().(int)
+		c.WriteNoCopy(d)
+		if n += len(d); n >= limit {
+			c.Close()
+		}
+		c.SetValue(n)
+	}})
+	inParallel(t, 16, func(i int) error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		msg := pattern(2<<20, byte(i))
+		go func() {
+			for off := 0; off < len(msg); off += 64 << 10 {
+				if _, err := c.Write(msg[off : off+64<<10]); err != nil {
+					return
+				}
+			}
+		}()
+		got, err := io.ReadAll(c)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			return err
+		}
+		if len(got) < limit && err == nil {
+			return fmt.Errorf("conn %d: EOF after %d bytes, want at least %d", i, len(got), limit)
+		}
+		if d := firstDiff(got, msg[:len(got)]); d >= 0 {
+			return fmt.Errorf("conn %d: echo differs at byte %d", i, d)
+		}
+		return nil
+	})
+	checkCBIdle(t, rt)
+}
+
+// TestAttackCloseDuringStreams: Runtime.Shutdown and Close while
+// connections stream: no panic, Close returns, and the loops gave every
+// buffer back.
+func TestAttackCloseDuringStreams(t *testing.T) {
+	for _, how := range []string{"close", "shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			rt, err := New(Config{Loops: 2, Backend: BackendUring})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			needBufRing(t, rt)
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go rt.Serve(ln, EchoHandler{})
+			const conns = 32
+			cs := dialStd(t, ln.Addr().String(), conns)
+			var wg sync.WaitGroup
+			var echoed atomic.Int64
+			for i, c := range cs {
+				wg.Add(2)
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				msg := pattern(64<<10, byte(i))
+				go func() {
+					defer wg.Done()
+					for range 256 {
+						if _, err := c.Write(msg); err != nil {
+							return
+						}
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					buf := make([]byte, 64<<10)
+					for {
+						n, err := c.Read(buf)
+						echoed.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+			for echoed.Load() < conns*(256<<10) {
+				time.Sleep(time.Millisecond)
+			}
+			if how == "close" {
+				rt.Close()
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				rt.Shutdown(ctx)
+				cancel()
+				rt.Close()
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			wg.Wait()
+			for _, l := range rt.loops {
+				if l.streamLive != 0 || l.lentBufs != 0 || l.budget.held.Load() != 0 {
+					t.Errorf("loop %d after Close: streamLive %d, lentBufs %d, budget held %d", l.id, l.streamLive, l.lentBufs, l.budget.held.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestAttackAsyncWriteCap: goroutines that keep AsyncWriting to a
+// connection whose peer does not read never get more than MaxWriteBuffer
+// queued for it: the bytes a loop moves from posted to queued are counted
+// all the way (an AsyncWrite checks the two together).
+func TestAttackAsyncWriteCap(t *testing.T) {
+	const mwb = 64 << 10
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
+	opened := make(chan *CallbackConn, 1)
+	var maxQ atomic.Int64
+	ln := serveCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }})
+	peer := relDialStd(t, ln.Addr().String())
+	var c *CallbackConn
+	select {
+	case c = <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnOpen")
+	}
+	l := c.l
+	// Sample the queue on the loop after each batch of writes it takes.
+	inParallel(t, 4, func(i int) error {
+		msg := make([]byte, 512)
+		for k := range 20000 {
+			if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
+				return err
+			}
+			if k%256 == 0 {
+				onLoop(l, func() {
+					if q := int64(c.outq.n); q > maxQ.Load() {
+						maxQ.Store(q)
+					}
+				})
+			}
+		}
+		return nil
+	})
+	var q int
+	onLoop(l, func() { q = c.outq.n })
+	if m := max(maxQ.Load(), int64(q)); m > mwb {
+		t.Fatalf("%d bytes queued on a connection, MaxWriteBuffer %d", m, mwb)
+	}
+	peer.Close()
+}
