@@ -518,3 +518,51 @@ func TestAttackAsyncWriteCap(t *testing.T) {
 	}
 	peer.Close()
 }
+
+// TestAttackIncrementalStreamLend: with an incrementally consumed buffer
+// ring, a connection that enters stream mode from the multishot recv
+// still gets completions in ring buffers the kernel keeps filling
+// (CQE_F_BUF_MORE) until the cancel lands. Their data is not in its
+// stream buffer: a WriteNoCopy of it must not lend that buffer (its chunk
+// would point at ring memory recycled before the send), and every echoed
+// byte arrives in order. Buffers of 256 KiB make nearly every such
+// completion one the kernel keeps filling.
+func TestAttackIncrementalStreamLend(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1, IncrementalBuffers: true, BufferSize: 256 << 10, Buffers: 16})
+	needBufRing(t, rt)
+	if !rt.loops[0].bufRing.Incremental() {
+		t.Skip("no incrementally consumed buffer ring (Linux 6.12+)")
+	}
+	var bad atomic.Int64
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.WriteNoCopy(d)
+		if k := len(c.outq.chunks); k > 0 {
+			if ch := c.outq.chunks[k-1]; ch.sbuf != nil && !within(ch.b, ch.sbuf) {
+				bad.Add(1)
+			}
+		}
+	}})
+	const conns = 4
+	cs := dialStd(t, ln.Addr().String(), conns)
+	inParallel(t, conns, func(i int) error {
+		for k := range 16 {
+			// Small messages first (the multishot recv), then a stream.
+			for j := range 2 * streamLeave {
+				if err := echoPattern(cs[i], 512, byte(j), 512); err != nil {
+					return err
+				}
+			}
+			if err := echoPattern(cs[i], 1<<20, byte(i+k), 12<<10+123); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if n := bad.Load(); n > 0 {
+		t.Fatalf("%d stream buffers lent for data that lies in the buffer ring", n)
+	}
+	for _, c := range cs {
+		c.Close()
+	}
+	checkCBIdle(t, rt)
+}

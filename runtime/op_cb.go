@@ -123,6 +123,12 @@ func (c *CallbackConn) onRecv(o *op) {
 			switch {
 			case recycle:
 				recycle = !c.deliverOffered(data, id, 1)
+			case hasBuf:
+				// An incremental buffer the kernel still fills
+				// (a multishot recv whose cancel for stream mode
+				// has not landed yet): neither it nor c's stream
+				// buffer, which data is not in, may be lent.
+				c.deliver(data)
 			case c.stream != nil:
 				c.deliverStream(data) // callback_stream.go
 			default:
