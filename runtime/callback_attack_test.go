@@ -117,6 +117,18 @@ func asyncEcho() Handler {
 	}
 }
 
+// eachAttack runs f as a subtest for every handler of hs, on whole and on
+// incrementally consumed provided buffers (cfg.IncrementalBuffers).
+func eachAttack(t *testing.T, hs map[string]Handler, f func(t *testing.T, h Handler, cfg Config)) {
+	for _, inc := range []bool{false, true} {
+		for name, h := range hs {
+			t.Run(fmt.Sprintf("%s/inc=%v", name, inc), func(t *testing.T) {
+				f(t, h, Config{IncrementalBuffers: inc})
+			})
+		}
+	}
+}
+
 func needBufRing(t *testing.T, rt *Runtime) {
 	if rt.loops[0].bufRing == nil {
 		t.Skip("no provided buffer ring")
@@ -128,61 +140,60 @@ func needBufRing(t *testing.T, rt *Runtime) {
 // stream buffers under streamMaxBufs, and once the peers go everything is
 // given back.
 func TestAttackBurstThenStopReading(t *testing.T) {
-	for name, h := range attackHandlers() {
-		t.Run(name, func(t *testing.T) {
-			const mwb = 256 << 10
-			rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
-			needBufRing(t, rt)
-			var maxQ atomic.Int64
-			ln := serveCB(t, rt, HandlerFuncs{
-				Open: func(c *CallbackConn) { h.OnOpen(c) },
-				Data: func(c *CallbackConn, d []byte) {
-					h.OnData(c, d)
-					if q := int64(c.outq.n); q > maxQ.Load() {
-						maxQ.Store(q)
-					}
-				},
-				Close: func(c *CallbackConn, err error) { h.OnClose(c, err) },
-			})
-			const conns = 8
-			cs := dialStd(t, ln.Addr().String(), conns)
-			inParallel(t, conns, func(i int) error {
-				c := cs[i]
-				buf := make([]byte, 64<<10)
-				for k := range buf {
-					buf[k] = byte(k)
+	eachAttack(t, attackHandlers(), func(t *testing.T, h Handler, cfg Config) {
+		const mwb = 256 << 10
+		cfg.Loops, cfg.MaxWriteBuffer = 1, mwb
+		rt := newRT(t, cfg)
+		needBufRing(t, rt)
+		var maxQ atomic.Int64
+		ln := serveCB(t, rt, HandlerFuncs{
+			Open: func(c *CallbackConn) { h.OnOpen(c) },
+			Data: func(c *CallbackConn, d []byte) {
+				h.OnData(c, d)
+				if q := int64(c.outq.n); q > maxQ.Load() {
+					maxQ.Store(q)
 				}
-				// Write until a write makes no progress for 1 s (the
-				// server stopped reading), 16 MiB at most.
-				for n := 0; n < 16<<20; n += len(buf) {
-					c.SetWriteDeadline(time.Now().Add(time.Second))
-					if _, err := c.Write(buf); err != nil {
-						break
-					}
-				}
-				return nil
-			})
-			l := rt.loops[0]
-			var live int
-			var held int64
-			onLoop(l, func() { live, held = l.streamLive, l.budget.held.Load() })
-			if q := maxQ.Load(); q > mwb {
-				t.Errorf("a queue held %d bytes, MaxWriteBuffer %d", q, mwb)
-			}
-			if live > streamMaxBufs {
-				t.Errorf("%d stream buffers out, max %d", live, streamMaxBufs)
-			}
-			// Queued chunk capacity: under MaxWriteBuffer plus a chunk
-			// of rounding, or a lent 32 KiB stream buffer, a connection.
-			if lim := int64(conns * (mwb + streamBufSize)); held > lim {
-				t.Errorf("queues hold %d bytes, want at most %d", held, lim)
-			}
-			for _, c := range cs {
-				c.Close()
-			}
-			checkCBIdle(t, rt)
+			},
+			Close: func(c *CallbackConn, err error) { h.OnClose(c, err) },
 		})
-	}
+		const conns = 8
+		cs := dialStd(t, ln.Addr().String(), conns)
+		inParallel(t, conns, func(i int) error {
+			c := cs[i]
+			buf := make([]byte, 64<<10)
+			for k := range buf {
+				buf[k] = byte(k)
+			}
+			// Write until a write makes no progress for 1 s (the
+			// server stopped reading), 16 MiB at most.
+			for n := 0; n < 16<<20; n += len(buf) {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				if _, err := c.Write(buf); err != nil {
+					break
+				}
+			}
+			return nil
+		})
+		l := rt.loops[0]
+		var live int
+		var held int64
+		onLoop(l, func() { live, held = l.streamLive, l.budget.held.Load() })
+		if q := maxQ.Load(); q > mwb {
+			t.Errorf("a queue held %d bytes, MaxWriteBuffer %d", q, mwb)
+		}
+		if live > streamMaxBufs {
+			t.Errorf("%d stream buffers out, max %d", live, streamMaxBufs)
+		}
+		// Queued chunk capacity: under MaxWriteBuffer plus a chunk
+		// of rounding, or a lent 32 KiB stream buffer, a connection.
+		if lim := int64(conns * (mwb + streamBufSize)); held > lim {
+			t.Errorf("queues hold %d bytes, want at most %d", held, lim)
+		}
+		for _, c := range cs {
+			c.Close()
+		}
+		checkCBIdle(t, rt)
+	})
 }
 
 // pattern returns n patterned bytes (seed).
@@ -198,47 +209,48 @@ func pattern(n int, seed byte) []byte {
 // of a 64 KiB stream, with the server's echo still queued and their own
 // input unread: no panic, and every buffer comes back.
 func TestAttackResetMidStream(t *testing.T) {
-	for name, h := range attackHandlers() {
-		t.Run(name, func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 2})
-			needBufRing(t, rt)
-			ln := serveCB(t, rt, h)
-			for round := range 8 {
-				inParallel(t, 8, func(i int) error {
-					c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-					if err != nil {
+	eachAttack(t, attackHandlers(), func(t *testing.T, h Handler, cfg Config) {
+		cfg.Loops = 2
+		rt := newRT(t, cfg)
+		needBufRing(t, rt)
+		ln := serveCB(t, rt, h)
+		for round := range 8 {
+			inParallel(t, 8, func(i int) error {
+				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				msg := pattern(64<<10, byte(i+round))
+				// Whole echoes first (stream mode), then a reset
+				// part-way through one.
+				for range 4 {
+					go c.Write(msg)
+					got := make([]byte, len(msg))
+					if _, err := io.ReadFull(c, got); err != nil {
 						return err
 					}
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(30 * time.Second))
-					msg := pattern(64<<10, byte(i+round))
-					// Whole echoes first (stream mode), then a reset
-					// part-way through one.
-					for range 4 {
-						go c.Write(msg)
-						got := make([]byte, len(msg))
-						if _, err := io.ReadFull(c, got); err != nil {
-							return err
-						}
-						if d := firstDiff(got, msg); d >= 0 {
-							return fmt.Errorf("echo byte %d differs", d)
-						}
+					if d := firstDiff(got, msg); d >= 0 {
+						return fmt.Errorf("echo byte %d differs", d)
 					}
-					cut := (i*7919 + round*104729) % len(msg)
-					if _, err := c.Write(msg[:cut]); err != nil {
-						return err
-					}
-					if i%2 == 0 {
-						// Read part of the echo of the cut, leaving the rest.
-						io.ReadFull(c, make([]byte, cut/2))
-					}
-					setLinger0(t, c)
-					return nil
-				})
-			}
-			checkCBIdle(t, rt)
-		})
-	}
+				}
+				cut := (i*7919 + round*104729) % len(msg)
+				if _, err := c.Write(msg[:cut]); err != nil {
+					return err
+				}
+				if i%2 == 0 {
+					// Read part of the echo of the cut (the framing
+					// handler echoes whole 4 KiB frames only), leaving
+					// the rest.
+					io.ReadFull(c, make([]byte, cut&^(4<<10-1)/2))
+				}
+				setLinger0(t, c)
+				return nil
+			})
+		}
+		checkCBIdle(t, rt)
+	})
 }
 
 // halfCloseEcho is EchoHandler that keeps a half-closed connection open
@@ -257,82 +269,80 @@ func TestAttackHalfCloseStream(t *testing.T) {
 	hs := attackHandlers()
 	delete(hs, "async") // its writes after the FIN's close fail, by contract
 	hs["halfcloser"] = halfCloseEcho{}
-	for name, h := range hs {
-		t.Run(name, func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1})
-			needBufRing(t, rt)
-			ln := serveCB(t, rt, h)
-			inParallel(t, 8, func(i int) error {
-				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(60 * time.Second))
-				msg := pattern(4<<20, byte(i))
-				werr := make(chan error, 1)
-				go func() {
-					for off := 0; off < len(msg); off += 64 << 10 {
-						if _, err := c.Write(msg[off : off+64<<10]); err != nil {
-							werr <- err
-							return
-						}
-					}
-					werr <- c.(*net.TCPConn).CloseWrite()
-				}()
-				got, err := io.ReadAll(c)
-				if err != nil {
-					return err
-				}
-				if err := <-werr; err != nil {
-					return err
-				}
-				if d := firstDiff(got, msg); d >= 0 || len(got) != len(msg) {
-					return fmt.Errorf("conn %d: echo of %d bytes differs at %d (got %d)", i, len(msg), d, len(got))
-				}
-				return nil
-			})
-			if streamEnters(rt) == 0 {
-				t.Error("no connection entered stream mode")
+	eachAttack(t, hs, func(t *testing.T, h Handler, cfg Config) {
+		cfg.Loops = 1
+		rt := newRT(t, cfg)
+		needBufRing(t, rt)
+		ln := serveCB(t, rt, h)
+		inParallel(t, 8, func(i int) error {
+			c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+			if err != nil {
+				return err
 			}
-			checkCBIdle(t, rt)
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			msg := pattern(4<<20, byte(i))
+			werr := make(chan error, 1)
+			go func() {
+				for off := 0; off < len(msg); off += 64 << 10 {
+					if _, err := c.Write(msg[off : off+64<<10]); err != nil {
+						werr <- err
+						return
+					}
+				}
+				werr <- c.(*net.TCPConn).CloseWrite()
+			}()
+			got, err := io.ReadAll(c)
+			if err != nil {
+				return err
+			}
+			if err := <-werr; err != nil {
+				return err
+			}
+			if d := firstDiff(got, msg); d >= 0 || len(got) != len(msg) {
+				return fmt.Errorf("conn %d: echo of %d bytes differs at %d (got %d)", i, len(msg), d, len(got))
+			}
+			return nil
 		})
-	}
+		if streamEnters(rt) == 0 {
+			t.Error("no connection entered stream mode")
+		}
+		checkCBIdle(t, rt)
+	})
 }
 
 // TestAttackBigSmallAlternate: connections that alternate big and small
 // messages enter and leave stream mode again and again; every echo is
 // whole and every buffer comes back.
 func TestAttackBigSmallAlternate(t *testing.T) {
-	for name, h := range attackHandlers() {
-		t.Run(name, func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1})
-			needBufRing(t, rt)
-			ln := serveCB(t, rt, h)
-			const conns = 8
-			cs := dialStd(t, ln.Addr().String(), conns)
-			inParallel(t, conns, func(i int) error {
-				for k := range 12 {
-					if err := echoPattern(cs[i], 512<<10, byte(i+k), 64<<10); err != nil {
+	eachAttack(t, attackHandlers(), func(t *testing.T, h Handler, cfg Config) {
+		cfg.Loops = 1
+		rt := newRT(t, cfg)
+		needBufRing(t, rt)
+		ln := serveCB(t, rt, h)
+		const conns = 8
+		cs := dialStd(t, ln.Addr().String(), conns)
+		inParallel(t, conns, func(i int) error {
+			for k := range 12 {
+				if err := echoPattern(cs[i], 512<<10, byte(i+k), 64<<10); err != nil {
+					return err
+				}
+				for j := range 2 * streamLeave {
+					if err := echoPattern(cs[i], 4<<10, byte(j), 4<<10); err != nil {
 						return err
 					}
-					for j := range 2 * streamLeave {
-						if err := echoPattern(cs[i], 4<<10, byte(j), 4<<10); err != nil {
-							return err
-						}
-					}
 				}
-				return nil
-			})
-			if e := streamEnters(rt); e < conns {
-				t.Errorf("StreamEnters %d, want at least %d", e, conns)
 			}
-			for _, c := range cs {
-				c.Close()
-			}
-			checkCBIdle(t, rt)
+			return nil
 		})
-	}
+		if e := streamEnters(rt); e < conns {
+			t.Errorf("StreamEnters %d, want at least %d", e, conns)
+		}
+		for _, c := range cs {
+			c.Close()
+		}
+		checkCBIdle(t, rt)
+	})
 }
 
 // TestAttackManyStreams: more streaming connections than a loop has
@@ -565,4 +575,60 @@ func TestAttackIncrementalStreamLend(t *testing.T) {
 		c.Close()
 	}
 	checkCBIdle(t, rt)
+}
+
+// TestAttackMixedWriteCap: an echo that writes in OnData while another
+// goroutine AsyncWrites to the same connection, whose peer sends and
+// never reads: the connection's queue never passes MaxWriteBuffer.
+func TestAttackMixedWriteCap(t *testing.T) {
+	const mwb = 128 << 10
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
+	var maxQ atomic.Int64
+	note := func(c *CallbackConn) {
+		if q := int64(c.outq.n); q > maxQ.Load() {
+			maxQ.Store(q)
+		}
+	}
+	opened := make(chan *CallbackConn, 1)
+	ln := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) { opened <- c },
+		Data: func(c *CallbackConn, d []byte) {
+			note(c)
+			c.Write(d)
+			note(c)
+		},
+	})
+	peer := relDialStd(t, ln.Addr().String())
+	var c *CallbackConn
+	select {
+	case c = <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnOpen")
+	}
+	var done atomic.Bool
+	go func() {
+		defer done.Store(true)
+		buf := make([]byte, 16<<10)
+		for range 1024 {
+			peer.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := peer.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	// Until the peer's writes stop (the server no longer reads it).
+	inParallel(t, 2, func(i int) error {
+		msg := make([]byte, 1<<10)
+		for k := 0; k < 1<<22 && !done.Load(); k++ {
+			if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
+				return err
+			}
+		}
+		return nil
+	})
+	var q int
+	onLoop(c.l, func() { q = c.outq.n })
+	if m := max(maxQ.Load(), int64(q)); m > mwb {
+		t.Fatalf("%d bytes queued on a connection, MaxWriteBuffer %d", m, mwb)
+	}
 }
