@@ -90,12 +90,14 @@ func attackHandlers() map[string]Handler {
 }
 
 // asyncEcho echoes through AsyncWrite from one goroutine per connection,
-// in order; a refused write closes the connection.
+// in order, retrying a refused write. OnData hands each copy over a
+// channel of 16 (its own memory stays small; reads pause long before it
+// fills).
 func asyncEcho() Handler {
 	type state struct{ ch chan []byte }
 	return HandlerFuncs{
 		Open: func(c *CallbackConn) {
-			s := &state{ch: make(chan []byte, 64)}
+			s := &state{ch: make(chan []byte, 16)}
 			c.SetValue(s)
 			go func() {
 				for b := range s.ch {
@@ -158,6 +160,8 @@ func TestAttackBurstThenStopReading(t *testing.T) {
 		})
 		const conns = 8
 		cs := dialStd(t, ln.Addr().String(), conns)
+		resetPeakRSS(t)
+		rss0 := relRssBytes(t)
 		inParallel(t, conns, func(i int) error {
 			c := cs[i]
 			buf := make([]byte, 64<<10)
@@ -188,6 +192,14 @@ func TestAttackBurstThenStopReading(t *testing.T) {
 		// of rounding, or a lent 32 KiB stream buffer, a connection.
 		if lim := int64(conns * (mwb + streamBufSize)); held > lim {
 			t.Errorf("queues hold %d bytes, want at most %d", held, lim)
+		}
+		// Peak RSS: the ring, the stream buffers and what the queues may
+		// hold, twice (the GC's headroom), plus 32 MiB for the rest
+		// (writing 16 MiB a peer, an unbounded server would hold 128; the
+		// async handler's own copies are in it).
+		ring := int64(rt.cfg.Buffers * rt.cfg.BufferSize)
+		if grow, lim := peakRSS(t)-rss0, ring+streamMaxBufs*streamBufSize+2*int64(conns*(mwb+streamBufSize))+32<<20; !raceEnabled && grow > lim {
+			t.Errorf("peak RSS grew %d MiB, want at most %d MiB", grow>>20, lim>>20)
 		}
 		for _, c := range cs {
 			c.Close()
