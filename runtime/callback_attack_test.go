@@ -384,49 +384,55 @@ func TestAttackManyStreams(t *testing.T) {
 }
 
 // TestAttackCloseFromOnDataLent: a handler that lends what it read
-// (WriteNoCopy) and closes the connection in the same OnData, part-way
-// through a stream: the peer reads a whole prefix of its bytes, then EOF,
-// and every buffer comes back.
+// (WriteNoCopy) and closes the connection in the same OnData. Closing
+// once it has read all the peer sends, the peer gets the whole echo, then
+// EOF; closing part-way through a stream (unread input: the close is a
+// reset, as Go's net's), the peer reads a prefix of its bytes, never
+// others. Every buffer comes back.
 func TestAttackCloseFromOnDataLent(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1})
-	needBufRing(t, rt)
-	const limit = 300 << 10
-	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
-		n, _ := c.Value().(int)
-		c.WriteNoCopy(d)
-		if n += len(d); n >= limit {
-			c.Close()
-		}
-		c.SetValue(n)
-	}})
-	inParallel(t, 16, func(i int) error {
-		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		msg := pattern(2<<20, byte(i))
-		go func() {
-			for off := 0; off < len(msg); off += 64 << 10 {
-				if _, err := c.Write(msg[off : off+64<<10]); err != nil {
-					return
+	const total = 2 << 20
+	for _, limit := range []int{total, 300 << 10} {
+		t.Run(fmt.Sprint("close-at-", limit), func(t *testing.T) {
+			rt := newRT(t, Config{Loops: 1})
+			needBufRing(t, rt)
+			ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+				n, _ := c.Value().(int)
+				c.WriteNoCopy(d)
+				if n += len(d); n >= limit {
+					c.Close()
 				}
-			}
-		}()
-		got, err := io.ReadAll(c)
-		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-			return err
-		}
-		if len(got) < limit && err == nil {
-			return fmt.Errorf("conn %d: EOF after %d bytes, want at least %d", i, len(got), limit)
-		}
-		if d := firstDiff(got, msg[:len(got)]); d >= 0 {
-			return fmt.Errorf("conn %d: echo differs at byte %d", i, d)
-		}
-		return nil
-	})
-	checkCBIdle(t, rt)
+				c.SetValue(n)
+			}})
+			inParallel(t, 16, func(i int) error {
+				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				msg := pattern(total, byte(i))
+				go func() {
+					for off := 0; off < len(msg); off += 64 << 10 {
+						if _, err := c.Write(msg[off : off+64<<10]); err != nil {
+							return
+						}
+					}
+				}()
+				got, err := io.ReadAll(c)
+				if limit == total && (err != nil || len(got) != total) {
+					return fmt.Errorf("conn %d: %d bytes of %d echoed, then %v", i, len(got), total, err)
+				}
+				if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+					return err
+				}
+				if d := firstDiff(got, msg[:len(got)]); d >= 0 {
+					return fmt.Errorf("conn %d: echo differs at byte %d", i, d)
+				}
+				return nil
+			})
+			checkCBIdle(t, rt)
+		})
+	}
 }
 
 // TestAttackCloseDuringStreams: Runtime.Shutdown and Close while
@@ -643,4 +649,54 @@ func TestAttackMixedWriteCap(t *testing.T) {
 	if m := max(maxQ.Load(), int64(q)); m > mwb {
 		t.Fatalf("%d bytes queued on a connection, MaxWriteBuffer %d", m, mwb)
 	}
+}
+
+// TestAttackCloseInOnDataTakesNoStreamBuf: a connection that lends its
+// stream buffer and closes in the same OnData, with its peer not reading
+// (so it stays closing while its queue cannot drain), holds only the lent
+// buffer: it takes no fresh one for a recv that will never come.
+func TestAttackCloseInOnDataTakesNoStreamBuf(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	needBufRing(t, rt)
+	l := rt.loops[0]
+	closed := make(chan *CallbackConn, 1)
+	ln := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		if c.Value() != nil || c.stream == nil || len(d) < lendMin {
+			return
+		}
+		c.SetValue(true)
+		c.Write(make([]byte, 3<<20)) // more than the peer's socket takes
+		c.WriteNoCopy(d)
+		c.Close()
+		closed <- c
+	}})
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	}}
+	peer, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	peer.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	if _, err := peer.Write(make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	var c *CallbackConn
+	select {
+	case c = <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no OnData in stream mode")
+	}
+	var finalized, hasStream bool
+	var live int
+	onLoop(l, func() { finalized, hasStream, live = c.finalized, c.stream != nil, l.streamLive })
+	if finalized {
+		t.Skip("the queue drained: the connection is gone")
+	}
+	if hasStream || live != 1 {
+		t.Fatalf("a closing connection holds a stream buffer: %v; stream buffers out %d, want 1 (the lent one)", hasStream, live)
+	}
+	peer.Close()
+	checkCBIdle(t, rt)
 }
