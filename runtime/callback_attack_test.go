@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -439,8 +440,11 @@ func TestAttackCloseFromOnDataLent(t *testing.T) {
 // connections stream: no panic, Close returns, and the loops gave every
 // buffer back.
 func TestAttackCloseDuringStreams(t *testing.T) {
-	for _, how := range []string{"close", "shutdown"} {
+	for _, how := range []string{"close", "shutdown", "close-stalled", "shutdown-stalled"} {
 		t.Run(how, func(t *testing.T) {
+			// -stalled: the peers stop reading (their echoes queue, lent
+			// buffers wait in the queues) before the runtime ends.
+			stalled := strings.HasSuffix(how, "-stalled")
 			rt, err := New(Config{Loops: 2, Backend: BackendUring})
 			if err != nil {
 				t.Fatal(err)
@@ -473,7 +477,9 @@ func TestAttackCloseDuringStreams(t *testing.T) {
 					buf := make([]byte, 64<<10)
 					for {
 						n, err := c.Read(buf)
-						echoed.Add(int64(n))
+						if echoed.Add(int64(n)) >= conns*(256<<10) && stalled {
+							return
+						}
 						if err != nil {
 							return
 						}
@@ -483,7 +489,10 @@ func TestAttackCloseDuringStreams(t *testing.T) {
 			for echoed.Load() < conns*(256<<10) {
 				time.Sleep(time.Millisecond)
 			}
-			if how == "close" {
+			if stalled {
+				time.Sleep(100 * time.Millisecond) // the queues fill
+			}
+			if strings.HasPrefix(how, "close") {
 				rt.Close()
 			} else {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
