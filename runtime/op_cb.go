@@ -172,18 +172,22 @@ func (c *CallbackConn) onRecv(o *op) {
 // readEOF handles the peer's orderly close (recv returned 0): a
 // HalfCloser handler that asks for it keeps the write side open until it
 // closes the connection; otherwise the connection closes once its queued
-// output is sent, with OnClose(c, io.EOF).
+// output is sent, with OnClose(c, io.EOF). For a MayBlocker handler both
+// come after the OnData calls still queued on c's worker, so the replies
+// they write to the bytes before the FIN are sent, not refused.
 func (c *CallbackConn) readEOF() {
 	hc, ok := c.h.(HalfCloser)
-	if !ok || c.closing {
+	if c.closing || !ok && !c.blocking {
 		c.closeOnLoop(io.EOF)
 		return
 	}
-	c.rdEOF = true
+	c.rdEOF = true // reads no more (readDone)
 	if c.blocking {
 		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
 			keep := false
-			c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+			if ok {
+				c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+			}
 			if !keep {
 				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
 			}
