@@ -731,3 +731,66 @@ func TestAttackCloseInOnDataTakesNoStreamBuf(t *testing.T) {
 	peer.Close()
 	checkCBIdle(t, rt)
 }
+
+// TestAttackBlockingHandlerInputBounded: a MayBlocker handler whose OnData
+// blocks while its peer keeps sending: the loop stops reading the
+// connection once blockInMax bytes wait for the worker (it read and
+// copied everything the peer sent), and reads again once the handler
+// catches up, so every byte is handled.
+func TestAttackBlockingHandlerInputBounded(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	gate := make(chan struct{})
+	var handled atomic.Int64
+	ln := serveCB(t, rt, HandlerFuncs{Blocking: true, Data: func(c *CallbackConn, d []byte) {
+		<-gate
+		handled.Add(int64(len(d)))
+	}})
+	c := relDialStd(t, ln.Addr().String())
+	const total = 16 << 20
+	sent := make(chan int, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		n := 0
+		for n < total {
+			c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			m, err := c.Write(buf)
+			if n += m; err != nil {
+				break
+			}
+		}
+		sent <- n
+	}()
+	// The peer's writes stop making progress while the handler is held:
+	// what the loop read by then is what waits for the worker.
+	readBytes := func() (n uint64) {
+		for _, l := range rt.Stats().Loops {
+			n += l.ReadBytes
+		}
+		return n
+	}
+	var rd uint64
+	for stable := 0; stable < 20; {
+		time.Sleep(10 * time.Millisecond)
+		if r := readBytes(); r == rd {
+			stable++
+		} else {
+			rd, stable = r, 0
+		}
+		if rd > 4*blockInMax {
+			break
+		}
+	}
+	if lim := uint64(blockInMax + 2*recvLimit); rd > lim {
+		t.Errorf("the loop read %d bytes for a handler blocked in its first OnData, want at most %d", rd, lim)
+	}
+	close(gate)
+	n := <-sent
+	if n != total {
+		t.Fatalf("the peer sent %d of %d bytes", n, total)
+	}
+	for end := time.Now().Add(30 * time.Second); handled.Load() < total; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the handler got %d of %d bytes", handled.Load(), total)
+		}
+	}
+}

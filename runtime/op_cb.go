@@ -249,7 +249,11 @@ func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
 func (c *CallbackConn) deliver(data []byte) {
 	if c.blocking {
 		cp := append([]byte(nil), data...)
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { c.onData(cp) })
+		c.noteBlockedInput(len(cp)) // budget.go
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+			c.onData(cp)
+			c.blockedInputDone(len(cp))
+		})
 		return
 	}
 	c.onData(data) // callback_frame.go
