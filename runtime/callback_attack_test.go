@@ -794,3 +794,52 @@ func TestAttackBlockingHandlerInputBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackTimeoutsCloseStalledStreams: peers that stream, then stop
+// reading and writing, are closed by IdleTimeout or a write timeout with
+// lent stream buffers in their queues and sends stuck in flight: every
+// buffer comes back.
+func TestAttackTimeoutsCloseStalledStreams(t *testing.T) {
+	for _, how := range []string{"idle", "write-timeout"} {
+		t.Run(how, func(t *testing.T) {
+			cfg := Config{Loops: 1}
+			var h Handler = EchoHandler{}
+			if how == "idle" {
+				cfg.IdleTimeout = 200 * time.Millisecond
+			} else {
+				h = HandlerFuncs{
+					Open: func(c *CallbackConn) { c.SetWriteTimeout(200 * time.Millisecond) },
+					Data: EchoHandler{}.OnData,
+				}
+			}
+			rt := newRT(t, cfg)
+			needBufRing(t, rt)
+			var closed atomic.Int32
+			ln := serveCB(t, rt, HandlerFuncs{
+				Open:  h.OnOpen,
+				Data:  h.OnData,
+				Close: func(c *CallbackConn, err error) { closed.Add(1) },
+			})
+			const conns = 8
+			cs := dialStd(t, ln.Addr().String(), conns)
+			inParallel(t, conns, func(i int) error {
+				// A whole echo (stream mode), then a burst not read.
+				if err := echoPattern(cs[i], 1<<20, byte(i), 64<<10); err != nil {
+					return err
+				}
+				buf := pattern(64<<10, byte(i))
+				for range 256 {
+					cs[i].SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := cs[i].Write(buf); err != nil {
+						break
+					}
+				}
+				return nil
+			})
+			checkCBIdle(t, rt) // (the peers stay open: the timeouts close them)
+			if n := closed.Load(); n != conns {
+				t.Fatalf("%d of %d conns closed", n, conns)
+			}
+		})
+	}
+}
