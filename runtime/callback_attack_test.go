@@ -536,46 +536,57 @@ func TestAttackCloseDuringStreams(t *testing.T) {
 }
 
 // TestAttackAsyncWriteCap: goroutines that keep AsyncWriting to a
-// connection whose peer does not read never get more than MaxWriteBuffer
-// queued for it: the bytes a loop moves from posted to queued are counted
+// connection whose peer reads slower than they write never get more than
+// MaxWriteBuffer queued for it: the bytes a loop moves from posted to queued are counted
 // all the way (an AsyncWrite checks the two together).
 func TestAttackAsyncWriteCap(t *testing.T) {
 	const mwb = 64 << 10
 	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
 	opened := make(chan *CallbackConn, 1)
-	var maxQ atomic.Int64
 	ln := serveCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }})
-	peer := relDialStd(t, ln.Addr().String())
-	var c *CallbackConn
-	select {
-	case c = <-opened:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnOpen")
-	}
-	l := c.l
-	// Sample the queue on the loop after each batch of writes it takes.
-	inParallel(t, 4, func(i int) error {
-		msg := make([]byte, 512)
-		for k := range 20000 {
-			if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
-				return err
-			}
-			if k%256 == 0 {
-				onLoop(l, func() {
-					if q := int64(c.outq.n); q > maxQ.Load() {
-						maxQ.Store(q)
-					}
-				})
+	// The peer reads all the time, through a small receive buffer, so
+	// the queue stays near its cap while writes keep being taken.
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	}}
+	for round := range 4 { // a fresh connection each
+		peer, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, peer)
+		var c *CallbackConn
+		select {
+		case c = <-opened:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no OnOpen")
+		}
+		l := c.l
+		var maxQ atomic.Int64
+		sample := func() { // on the loop
+			if q := int64(c.outq.n); q > maxQ.Load() {
+				maxQ.Store(q)
 			}
 		}
-		return nil
-	})
-	var q int
-	onLoop(l, func() { q = c.outq.n })
-	if m := max(maxQ.Load(), int64(q)); m > mwb {
-		t.Fatalf("%d bytes queued on a connection, MaxWriteBuffer %d", m, mwb)
+		// Sample the queue on the loop every 256 writes, and at the end.
+		inParallel(t, 4, func(i int) error {
+			msg := make([]byte, 512)
+			for k := range 20000 {
+				if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
+					return err
+				}
+				if k%256 == 0 {
+					onLoop(l, sample)
+				}
+			}
+			return nil
+		})
+		onLoop(l, sample)
+		if m := maxQ.Load(); m > mwb {
+			t.Fatalf("round %d: %d bytes queued on a connection, MaxWriteBuffer %d", round, m, mwb)
+		}
+		peer.Close()
 	}
-	peer.Close()
 }
 
 // TestAttackIncrementalStreamLend: with an incrementally consumed buffer
