@@ -637,14 +637,15 @@ func TestAttackIncrementalStreamLend(t *testing.T) {
 	checkCBIdle(t, rt)
 }
 
-// TestAttackMixedWriteCap: an echo that writes in OnData while another
-// goroutine AsyncWrites to the same connection, whose peer sends and
-// never reads: the connection's queue never passes MaxWriteBuffer.
+// TestAttackMixedWriteCap: an echo that writes in OnData while other
+// goroutines AsyncWrite to the same connection, whose peer reads slower
+// than both write: the connection's queue never passes MaxWriteBuffer
+// (each write path checks what the other queued and posted).
 func TestAttackMixedWriteCap(t *testing.T) {
 	const mwb = 128 << 10
 	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb})
 	var maxQ atomic.Int64
-	note := func(c *CallbackConn) {
+	note := func(c *CallbackConn) { // on the loop
 		if q := int64(c.outq.n); q > maxQ.Load() {
 			maxQ.Store(q)
 		}
@@ -653,43 +654,56 @@ func TestAttackMixedWriteCap(t *testing.T) {
 	ln := serveCB(t, rt, HandlerFuncs{
 		Open: func(c *CallbackConn) { opened <- c },
 		Data: func(c *CallbackConn, d []byte) {
-			note(c)
 			c.Write(d)
 			note(c)
 		},
 	})
-	peer := relDialStd(t, ln.Addr().String())
-	var c *CallbackConn
-	select {
-	case c = <-opened:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnOpen")
-	}
-	var done atomic.Bool
-	go func() {
-		defer done.Store(true)
-		buf := make([]byte, 16<<10)
-		for range 1024 {
-			peer.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := peer.Write(buf); err != nil {
-				return
-			}
+	// The peer reads all the time, through a small receive buffer, so
+	// the queue stays near its cap while writes keep being taken.
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	}}
+	for round := range 4 { // a fresh connection each
+		peer, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	// Until the peer's writes stop (the server no longer reads it).
-	inParallel(t, 2, func(i int) error {
-		msg := make([]byte, 1<<10)
-		for k := 0; k < 1<<22 && !done.Load(); k++ {
-			if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
-				return err
-			}
+		go io.Copy(io.Discard, peer)
+		var c *CallbackConn
+		select {
+		case c = <-opened:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no OnOpen")
 		}
-		return nil
-	})
-	var q int
-	onLoop(c.l, func() { q = c.outq.n })
-	if m := max(maxQ.Load(), int64(q)); m > mwb {
-		t.Fatalf("%d bytes queued on a connection, MaxWriteBuffer %d", m, mwb)
+		var done atomic.Bool
+		go func() {
+			defer done.Store(true)
+			buf := make([]byte, 16<<10)
+			for range 512 {
+				peer.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				if _, err := peer.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+		// Until the peer has written all (its echo is read meanwhile).
+		inParallel(t, 2, func(i int) error {
+			msg := make([]byte, 1<<10)
+			for k := 0; k < 1<<22 && !done.Load(); k++ {
+				if _, err := c.AsyncWrite(msg); err != nil && !errors.Is(err, ErrWriteBufferFull) {
+					return err
+				}
+				if k%256 == 0 {
+					onLoop(c.l, func() { note(c) })
+				}
+			}
+			return nil
+		})
+		onLoop(c.l, func() { note(c) })
+		if m := maxQ.Load(); m > mwb {
+			t.Fatalf("round %d: %d bytes queued on a connection, MaxWriteBuffer %d", round, m, mwb)
+		}
+		peer.Close()
 	}
 }
 

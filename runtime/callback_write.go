@@ -107,11 +107,17 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if q := c.outq.n; q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
+	// AsyncWrites of other goroutines check queued and posted: this one
+	// counts what they posted, and publishes what it queues before
+	// copying it (not at the next flush), so that neither passes the cap
+	// on a stale view of the other.
+	if q := c.outq.n + int(c.posted.Load()); q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
 		c.drainReq.Store(true)
 		return 0, ErrWriteBufferFull
 	}
+	c.queued.Store(int64(c.outq.n + len(p)))
 	c.queue(p, noCopy)
+	c.queued.Store(int64(c.outq.n))
 	c.wroteInCB = true
 	return len(p), nil
 }
