@@ -115,9 +115,8 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 		c.drainReq.Store(true)
 		return 0, ErrWriteBufferFull
 	}
-	c.queued.Store(int64(c.outq.n + len(p)))
+	c.queued.Store(int64(c.outq.n + len(p))) // (queue takes all of p: c is not closing)
 	c.queue(p, noCopy)
-	c.queued.Store(int64(c.outq.n))
 	c.wroteInCB = true
 	return len(p), nil
 }
