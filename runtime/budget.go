@@ -24,7 +24,8 @@ import (
 // its queue is empty. Every stop is counted in
 // uringrt_read_pauses_total{loop,kind="conn"|"runtime"}; the bytes held
 // are uringrt_output_buffered_bytes. docs/RELIABILITY.md states the worst
-// case per connection.
+// case per connection. A MayBlocker connection also stops reading while
+// more than blockInMax bytes it received wait for its worker.
 
 // pause reasons, the label values of uringrt_read_pauses_total.
 const (
@@ -137,6 +138,31 @@ func (c *CallbackConn) pauseMark() int {
 	return mark
 }
 
+// blockInMax is the most received input (bytes) a MayBlocker
+// connection may have waiting for its worker: past it the connection
+// stops reading until the handler has taken all but half of it. Its
+// OnData calls run on the worker with copies of what the loop read, and
+// a handler that blocks while its peer keeps sending would otherwise have
+// the loop read and copy everything the peer sends.
+const blockInMax = 256 << 10
+
+// noteBlockedInput counts n bytes handed to c's worker (loop only) and
+// stops reading c past blockInMax.
+func (c *CallbackConn) noteBlockedInput(n int) {
+	if c.inQueued.Add(int64(n)) > blockInMax && !c.closing {
+		c.pauseRead(pauseConn)
+	}
+}
+
+// blockedInputDone counts n bytes the worker handled (any goroutine); the
+// one call that takes the backlog to half of blockInMax or below asks the
+// loop to read c again.
+func (c *CallbackConn) blockedInputDone(n int) {
+	if left := c.inQueued.Add(-int64(n)); left <= blockInMax/2 && left+int64(n) > blockInMax/2 {
+		c.l.post(request{kind: reqFunc, fn: c.maybeResume})
+	}
+}
+
 // resumeMark is the queued output under which a paused c reads again.
 func (c *CallbackConn) resumeMark() int {
 	return min(c.l.rt.cfg.MaxWriteBuffer/4, readPauseMax/2)
@@ -181,7 +207,7 @@ func (c *CallbackConn) pauseRead(reason int) {
 // maybeResume re-arms c's recv when its queue has drained enough (loop
 // only; called after each send completion).
 func (c *CallbackConn) maybeResume() {
-	if !c.paused || c.closing || c.outq.n >= c.resumeMark() {
+	if !c.paused || c.closing || c.outq.n >= c.resumeMark() || c.inQueued.Load() > blockInMax/2 {
 		return
 	}
 	if c.outq.n > 0 && c.l.rt.overSoftBudget() {

@@ -70,6 +70,7 @@ type CallbackConn struct {
 	lowWater  atomic.Int64 // OnDrained's mark (bytes); 0: MaxWriteBuffer/2
 	queued    atomic.Int64 // outq.n as of the loop's last flush or send CQE
 	posted    atomic.Int64 // bytes of AsyncWrites posted and not yet taken
+	inQueued  atomic.Int64 // bytes of input handed to a MayBlocker's worker, not yet handled (budget.go)
 
 	tm *connTimers // timers and deadlines (callback_timer.go), nil without
 

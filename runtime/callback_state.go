@@ -36,8 +36,9 @@ import (
 //     (arming the send, pausing the recv, closing) is left in flags that
 //     the callback's runner acts on once the callback returns (afterCB).
 //
-// The hot path thus costs one compare-and-swap and one store per write and
-// two atomic stores per callback, no system call and no allocation.
+// The hot path thus costs one compare-and-swap, one store and, to keep the
+// byte caps exact against AsyncWrites, one more load and store per write,
+// and two atomic stores per callback: no system call and no allocation.
 
 // callback states (CallbackConn.cb)
 const (

@@ -175,10 +175,12 @@ func (c *CallbackConn) deliverStream(data []byte) {
 	c.deliver(data)
 	if l.endOffer() {
 		// The lent buffer belongs to the queue now (tryLend let go of it);
-		// at the cap, back to the multishot recv. A connection that ended
-		// in OnData takes none.
+		// at the cap, back to the multishot recv. A connection that began
+		// closing in OnData takes none: it reads no more, and while a
+		// peer that does not read keeps its queue from draining, a fresh
+		// buffer would sit idle out of the loop's streamMaxBufs.
 		c.stream = nil
-		if !c.finalized && l.streamLive < streamMaxBufs {
+		if !c.closing && l.streamLive < streamMaxBufs {
 			c.stream = l.getStreamBuf()
 		}
 	}

@@ -107,10 +107,15 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if q := c.outq.n; q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
+	// AsyncWrites of other goroutines check queued and posted: this one
+	// counts what they posted, and publishes what it queues before
+	// copying it (not at the next flush), so that neither passes the cap
+	// on a stale view of the other.
+	if q := c.outq.n + int(c.posted.Load()); q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
 		c.drainReq.Store(true)
 		return 0, ErrWriteBufferFull
 	}
+	c.queued.Store(int64(c.outq.n + len(p))) // (queue takes all of p: c is not closing)
 	c.queue(p, noCopy)
 	c.wroteInCB = true
 	return len(p), nil
@@ -161,12 +166,15 @@ func (c *CallbackConn) unpost(n int64) {
 	}
 }
 
-// queueAsync takes the bytes of an AsyncWrite (loop only).
+// queueAsync takes the bytes of an AsyncWrite (loop only). They count
+// as queued before they stop counting as posted: post checks the two
+// together, and a moment with p in neither would let a write past the
+// caps.
 func (c *CallbackConn) queueAsync(p []byte) {
-	c.unpost(int64(len(p)))
-	c.pendingWrites.Add(-1)
 	c.queue(p, false)
 	c.queued.Store(int64(c.outq.n))
+	c.unpost(int64(len(p)))
+	c.pendingWrites.Add(-1)
 	c.markDirty()
 	c.afterQueue()
 	c.noteDrainMark()

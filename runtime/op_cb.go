@@ -123,6 +123,12 @@ func (c *CallbackConn) onRecv(o *op) {
 			switch {
 			case recycle:
 				recycle = !c.deliverOffered(data, id, 1)
+			case hasBuf:
+				// An incremental buffer the kernel still fills
+				// (a multishot recv whose cancel for stream mode
+				// has not landed yet): neither it nor c's stream
+				// buffer, which data is not in, may be lent.
+				c.deliver(data)
 			case c.stream != nil:
 				c.deliverStream(data) // callback_stream.go
 			default:
@@ -166,18 +172,22 @@ func (c *CallbackConn) onRecv(o *op) {
 // readEOF handles the peer's orderly close (recv returned 0): a
 // HalfCloser handler that asks for it keeps the write side open until it
 // closes the connection; otherwise the connection closes once its queued
-// output is sent, with OnClose(c, io.EOF).
+// output is sent, with OnClose(c, io.EOF). For a MayBlocker handler both
+// come after the OnData calls still queued on c's worker, so the replies
+// they write to the bytes before the FIN are sent, not refused.
 func (c *CallbackConn) readEOF() {
 	hc, ok := c.h.(HalfCloser)
-	if !ok || c.closing {
+	if c.closing || !ok && !c.blocking {
 		c.closeOnLoop(io.EOF)
 		return
 	}
-	c.rdEOF = true
+	c.rdEOF = true // reads no more (readDone)
 	if c.blocking {
 		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
 			keep := false
-			c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+			if ok {
+				c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
+			}
 			if !keep {
 				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
 			}
@@ -239,7 +249,11 @@ func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
 func (c *CallbackConn) deliver(data []byte) {
 	if c.blocking {
 		cp := append([]byte(nil), data...)
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() { c.onData(cp) })
+		c.noteBlockedInput(len(cp)) // budget.go
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+			c.onData(cp)
+			c.blockedInputDone(len(cp))
+		})
 		return
 	}
 	c.onData(data) // callback_frame.go
