@@ -31,11 +31,11 @@ func checkCBIdle(t *testing.T, rt *Runtime) {
 	end := time.Now().Add(20 * time.Second)
 	for _, l := range rt.loops {
 		for {
-			var conns, live, lent, pool int
+			var conns, live, first, lent, pool int
 			var held int64
 			dup := false
 			onLoop(l, func() {
-				conns, live, lent, pool = len(l.cbConns), l.streamLive, l.lentBufs, len(l.streamBufs)
+				conns, live, first, lent, pool = len(l.cbConns), l.streamLive, l.firstLive, l.lentBufs, len(l.streamBufs)
 				held = l.budget.held.Load()
 				seen := map[*byte]bool{}
 				for _, b := range l.streamBufs {
@@ -50,9 +50,9 @@ func checkCBIdle(t *testing.T, rt *Runtime) {
 				time.Sleep(5 * time.Millisecond)
 				continue
 			}
-			if live != 0 || lent != 0 || held != 0 || dup || pool > streamMaxBufs {
-				t.Fatalf("loop %d with no conns: streamLive %d, lentBufs %d, budget held %d, a stream buffer twice in the pool: %v, pool %d (max %d)",
-					l.id, live, lent, held, dup, pool, streamMaxBufs)
+			if live != 0 || first != 0 || lent != 0 || held != 0 || dup || pool > streamMaxBufs {
+				t.Fatalf("loop %d with no conns: streamLive %d, firstLive %d, lentBufs %d, budget held %d, a stream buffer twice in the pool: %v, pool %d (max %d)",
+					l.id, live, first, lent, held, dup, pool, streamMaxBufs)
 			}
 			break
 		}

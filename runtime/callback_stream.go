@@ -65,6 +65,10 @@ const (
 	// for reuse, so it allocates at most streamMaxBufs of them in its
 	// life: lending one to a send and taking another makes no garbage.
 	streamMaxBufs = 64
+	// firstMaxBufs caps the stream buffers held by first recvs still
+	// waiting: connections that open and stay silent hold at most half of
+	// a loop's, and the rest stay free for connections that stream.
+	firstMaxBufs = streamMaxBufs / 2
 )
 
 // noteRecv moves c's recv between the states above after a completion of
@@ -77,7 +81,7 @@ func (c *CallbackConn) noteRecv(n int) {
 	big := n >= min(streamBig, int(l.bufRing.Size()))
 	switch {
 	case c.firstRecv:
-		c.firstRecv = false
+		c.endFirstRecv()
 		if !big {
 			c.leaveStream() // a request: the multishot recv next
 			return
@@ -114,18 +118,28 @@ func (c *CallbackConn) noteRecv(n int) {
 }
 
 // startRecv sets a new connection's first recv: into a stream buffer when
-// the loop has one free (held only until that recv completes, unless it
-// was big), else a probe.
+// the loop has one free and fewer than firstMaxBufs first recvs wait in
+// theirs (held only until that recv completes, unless it was big), else a
+// probe.
 func (c *CallbackConn) startRecv() {
 	l := c.l
 	if c.blocking || l.rt.cfg.DisableMultishot {
 		return
 	}
-	if l.streamLive < streamMaxBufs {
+	if l.streamLive < streamMaxBufs && l.firstLive < firstMaxBufs {
 		c.stream, c.firstRecv = l.getStreamBuf(), true
+		l.firstLive++
 		return
 	}
 	c.probing = true
+}
+
+// endFirstRecv notes that c's first recv no longer waits (loop only).
+func (c *CallbackConn) endFirstRecv() {
+	if c.firstRecv {
+		c.firstRecv = false
+		c.l.firstLive--
+	}
 }
 
 // enterStream gives c a stream buffer (loop only), unless the loop's
@@ -190,7 +204,11 @@ func (c *CallbackConn) deliverStream(data []byte) {
 // only; c's recv is not armed: its completion is being handled, or it was
 // never re-armed).
 func (c *CallbackConn) leaveStream() {
-	if c.stream == nil || c.recvOp.armed {
+	if c.recvOp.armed {
+		return
+	}
+	c.endFirstRecv() // a first recv that ended in EOF, an error or a close, its buffer maybe lent
+	if c.stream == nil {
 		return
 	}
 	c.l.putStreamBuf(c.stream)

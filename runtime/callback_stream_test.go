@@ -401,3 +401,41 @@ func TestCallbackStreamCrossLoopWriteNoCopy(t *testing.T) {
 		t.Fatal("no connection entered stream mode")
 	}
 }
+
+// TestCallbackSilentConnsLeaveStreamBufs: connections that open and send
+// nothing hold the stream buffers of their pending first recvs, but at
+// most half of the loop's: a connection that then streams still enters
+// stream mode.
+func TestCallbackSilentConnsLeaveStreamBufs(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	if rt.loops[0].bufRing == nil {
+		t.Skip("no provided buffer ring")
+	}
+	var opened atomic.Int32
+	ln := serveCB(t, rt, HandlerFuncs{
+		Open: func(*CallbackConn) { opened.Add(1) },
+		Data: func(c *CallbackConn, d []byte) { c.WriteNoCopy(d) },
+	})
+	dialStd(t, ln.Addr().String(), streamMaxBufs) // closed by the test's cleanup
+	deadline := time.Now().Add(20 * time.Second)
+	for opened.Load() < streamMaxBufs && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := opened.Load(); n < streamMaxBufs {
+		t.Fatalf("%d of %d silent connections opened", n, streamMaxBufs)
+	}
+	l := rt.loops[0]
+	var live int
+	onLoop(l, func() { live = l.streamLive })
+	if live > streamMaxBufs/2 {
+		t.Errorf("%d silent connections hold %d stream buffers, want at most %d", streamMaxBufs, live, streamMaxBufs/2)
+	}
+	before := streamEnters(rt)
+	bulk := dialStd(t, ln.Addr().String(), 1)
+	if err := echoPattern(bulk[0], 4<<20, 1, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if streamEnters(rt) == before {
+		t.Fatal("the streaming connection did not enter stream mode")
+	}
+}

@@ -45,6 +45,7 @@ type loop struct {
 	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
 	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
 	streamLive  int                 // stream-mode recv buffers out of streamBufs
+	firstLive   int                 // of those, the ones first recvs still wait in (callback_stream.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
