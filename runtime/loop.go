@@ -45,7 +45,6 @@ type loop struct {
 	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
 	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
 	streamLive  int                 // stream-mode recv buffers out of streamBufs
-	firstLive   int                 // of those, the ones first recvs still wait in (callback_stream.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
@@ -81,6 +80,8 @@ type loop struct {
 	hist  loopHists
 	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
+
+	firstLive int // stream buffers that first recvs still wait in (callback_stream.go)
 }
 
 // run is the loop: take queued requests -> prep SQEs -> one enter that
