@@ -546,21 +546,8 @@ func TestAttackAsyncWriteCap(t *testing.T) {
 	ln := serveCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }})
 	// The peer reads all the time, through a small receive buffer, so
 	// the queue stays near its cap while writes keep being taken.
-	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
-	}}
 	for round := range 4 { // a fresh connection each
-		peer, err := d.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		go io.Copy(io.Discard, peer)
-		var c *CallbackConn
-		select {
-		case c = <-opened:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no OnOpen")
-		}
+		peer, c := dialReading(t, ln.Addr().String(), opened)
 		l := c.l
 		var maxQ atomic.Int64
 		sample := func() { // on the loop
@@ -660,21 +647,8 @@ func TestAttackMixedWriteCap(t *testing.T) {
 	})
 	// The peer reads all the time, through a small receive buffer, so
 	// the queue stays near its cap while writes keep being taken.
-	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
-	}}
 	for round := range 4 { // a fresh connection each
-		peer, err := d.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		go io.Copy(io.Discard, peer)
-		var c *CallbackConn
-		select {
-		case c = <-opened:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no OnOpen")
-		}
+		peer, c := dialReading(t, ln.Addr().String(), opened)
 		var done atomic.Bool
 		go func() {
 			defer done.Store(true)
@@ -726,10 +700,7 @@ func TestAttackCloseInOnDataTakesNoStreamBuf(t *testing.T) {
 		c.Close()
 		closed <- c
 	}})
-	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
-	}}
-	peer, err := d.Dial("tcp", ln.Addr().String())
+	peer, err := tinyRcvDialer.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -866,5 +837,30 @@ func TestAttackTimeoutsCloseStalledStreams(t *testing.T) {
 				t.Fatalf("%d of %d conns closed", n, conns)
 			}
 		})
+	}
+}
+
+// tinyRcvDialer dials with a 4 KiB receive buffer: a peer whose socket
+// takes little, so the server's queue fills while the peer still reads.
+var tinyRcvDialer = net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+	return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+}}
+
+// dialReading dials addr with tinyRcvDialer, reads and discards
+// everything the server sends, and returns the peer and the server's
+// connection, which the handler's OnOpen sends on opened.
+func dialReading(t *testing.T, addr string, opened <-chan *CallbackConn) (net.Conn, *CallbackConn) {
+	t.Helper()
+	peer, err := tinyRcvDialer.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, peer)
+	select {
+	case c := <-opened:
+		return peer, c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnOpen")
+		return nil, nil
 	}
 }

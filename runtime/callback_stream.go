@@ -172,8 +172,7 @@ func (l *loop) prepProbe(sqe *netpoll.SQE, o *op) {
 // queued, would otherwise read a whole buffer past the cap and its echo
 // would get ErrWriteBufferFull).
 func (c *CallbackConn) probeRoom() int {
-	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
-	return min(max(room, 1<<10), int(c.l.bufRing.Size()))
+	return min(max(c.writeRoom(), 1<<10), int(c.l.bufRing.Size()))
 }
 
 // deliverStream is deliver of data read into c's stream buffer, which
@@ -221,8 +220,13 @@ func (c *CallbackConn) leaveStream() {
 // Unlike a multishot arm (recvRoom) it is not cut further while the peer
 // is slow: a single-shot recv overshoots a pause by at most its buffer.
 func (c *CallbackConn) streamRoom() int {
-	room := c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
-	return max(min(room, len(c.stream)), 1<<10)
+	return max(min(c.writeRoom(), len(c.stream)), 1<<10)
+}
+
+// writeRoom is how many more bytes c's output (queued, and posted by
+// AsyncWrites) may take under MaxWriteBuffer; negative past it.
+func (c *CallbackConn) writeRoom() int {
+	return c.l.rt.cfg.MaxWriteBuffer - c.outq.n - int(c.posted.Load())
 }
 
 // getStreamBuf takes a stream buffer from the loop's pool, or a new one.
