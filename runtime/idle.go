@@ -37,10 +37,10 @@ type loopIdle struct {
 	closed atomic.Uint64
 }
 
-// fdIdle is a net.Conn's idle state.
+// fdIdle is a net.Conn's progress flag; the sweep's own record is
+// netFD.idleSeen (kept apart so that the flag fits in the fd's first line).
 type fdIdle struct {
 	active atomic.Bool // progress since the last sweep
-	seen   int64       // the sweep that last found progress, unix ns (the sweeper's, under rt.mu)
 }
 
 // touch records read or write progress on a net.Conn.
@@ -117,10 +117,10 @@ func (rt *Runtime) sweepIdleConns() {
 		}
 		if n.idle.active.Load() {
 			n.idle.active.Store(false)
-			n.idle.seen = now
+			n.idleSeen = now
 			continue
 		}
-		if now-n.idle.seen >= timeout {
+		if now-n.idleSeen >= timeout {
 			idle = append(idle, n)
 		}
 	}

@@ -14,27 +14,28 @@ import (
 // listener. Readers and writers are serialized per direction (rmu, wmu), as
 // in Go's internal/poll.FD.
 type netFD struct {
-	fd      int
-	l       *loop
-	rt      *Runtime
-	net     string
-	family  int
-	closing atomic.Bool
-	refs    atomic.Int32 // goroutines inside a syscall or ring op on fd
-	closed  chan struct{}
-
-	rmu, wmu sync.Mutex
-	// rdDrained (guarded by rmu): the last recv was short, so the next
-	// Read waits for readiness before trying (hybrid policy).
-	rdDrained bool
-	// rdHup: a poll CQE reported POLLRDHUP/POLLHUP/POLLERR. The end of
-	// the stream posts no further CQE, so a short read no longer means
-	// another CQE will come: Read must try recv again.
-	rdHup atomic.Bool
+	// What a Read or Write touches comes first, in one cache line: a
+	// server with thousands of connections finds few of them in cache.
+	fd int
+	l  *loop
+	rt *Runtime
 	// The parking, deadline and op state of net.Conn and listener I/O;
 	// nil for a callback conn, which its loop drives (so an idle one costs
 	// less memory).
 	*connIO
+	closing atomic.Bool
+	// rdHup: a poll CQE reported POLLRDHUP/POLLHUP/POLLERR. The end of
+	// the stream posts no further CQE, so a short read no longer means
+	// another CQE will come: Read must try recv again.
+	rdHup    atomic.Bool
+	refs     atomic.Int32 // goroutines inside a syscall or ring op on fd
+	rmu, wmu sync.Mutex
+	idle     fdIdle // Config.IdleTimeout's progress flag (idle.go)
+	idleSeen int64  // the sweep that last found progress, unix ns (the sweeper's, under rt.mu)
+
+	net    string
+	family int
+	closed chan struct{}
 
 	ops         []*op // loop-owned: ops of this fd in flight
 	closeQueued bool  // loop-owned: close(2) once ops is empty
@@ -49,8 +50,6 @@ type netFD struct {
 	// two getsockopt(2) per Close. False: it asks.
 	plainTCP bool
 
-	idle fdIdle // Config.IdleTimeout's progress flag (idle.go)
-
 	addrMu       sync.Mutex
 	local, remot net.Addr
 	unlinkPath   string // unix listener: socket file to remove at close
@@ -59,14 +58,21 @@ type netFD struct {
 	cb           bool // a callback conn: its loop closes it
 }
 
-// connIO is the per-direction state a goroutine-driven fd needs.
+// connIO is the per-direction state a goroutine-driven fd needs; what a
+// Read touches (rd, pollInIdle, rdDrained, rdl.expired) and a Write's
+// deadline flag share its first cache line.
 type connIO struct {
-	rd, wr   pollDesc
-	rdl, wdl deadline
+	rd         pollDesc
+	pollInIdle atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
+	// rdDrained (guarded by rmu): the last recv was short, so the next
+	// Read waits for readiness before trying (hybrid policy).
+	rdDrained bool
+	rdl       deadline
+	wdl       deadline
+	wr        pollDesc
 
-	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
-	pollInIdle      atomic.Bool // pollIn's last CQE came: re-arm on the next EAGAIN
 	pollInArmed     atomic.Bool // pollIn was armed: by start, or by a RawConn.Read (rawconn.go)
+	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	rop, wop        op          // ring/async modes: the recv/send in flight
 }
 

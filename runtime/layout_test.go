@@ -1,0 +1,36 @@
+package uringrt
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestHotFieldsShareALine keeps what a net.Conn Read touches on every call
+// in the first cache line of netFD and of connIO (BENCHMARKS.md, "net.Conn
+// flat out"): with a thousand connections, each line is a cache miss.
+func TestHotFieldsShareALine(t *testing.T) {
+	var n netFD
+	var c connIO
+	const line = 64
+	for name, end := range map[string]uintptr{
+		"netFD.fd":          unsafe.Offsetof(n.fd) + unsafe.Sizeof(n.fd),
+		"netFD.rt":          unsafe.Offsetof(n.rt) + unsafe.Sizeof(n.rt),
+		"netFD.connIO":      unsafe.Offsetof(n.connIO) + unsafe.Sizeof(n.connIO),
+		"netFD.closing":     unsafe.Offsetof(n.closing) + unsafe.Sizeof(n.closing),
+		"netFD.refs":        unsafe.Offsetof(n.refs) + unsafe.Sizeof(n.refs),
+		"netFD.rmu":         unsafe.Offsetof(n.rmu) + unsafe.Sizeof(n.rmu),
+		"netFD.idle.active": unsafe.Offsetof(n.idle) + unsafe.Offsetof(n.idle.active) + unsafe.Sizeof(n.idle.active),
+		"connIO.rd":         unsafe.Offsetof(c.rd) + unsafe.Sizeof(c.rd),
+		"connIO.pollInIdle": unsafe.Offsetof(c.pollInIdle) + unsafe.Sizeof(c.pollInIdle),
+		"connIO.rdDrained":  unsafe.Offsetof(c.rdDrained) + unsafe.Sizeof(c.rdDrained),
+		"netFD.wmu":         unsafe.Offsetof(n.wmu) + unsafe.Sizeof(n.wmu),
+		"connIO.rdl.expired": unsafe.Offsetof(c.rdl) + unsafe.Offsetof(c.rdl.expired) +
+			unsafe.Sizeof(c.rdl.expired),
+		"connIO.wdl.expired": unsafe.Offsetof(c.wdl) + unsafe.Offsetof(c.wdl.expired) +
+			unsafe.Sizeof(c.wdl.expired),
+	} {
+		if end > line {
+			t.Errorf("%s ends at byte %d, past the first %d-byte line", name, end, line)
+		}
+	}
+}
