@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +311,7 @@ func TestAttackHalfCloseStream(t *testing.T) {
 		rt := newRT(t, cfg)
 		needBufRing(t, rt)
 		ln := serveCB(t, rt, h)
+		defer logTCPAbortsOnFailure(t)()
 		inParallel(t, 8, func(i int) error {
 			c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 			if err != nil {
@@ -329,7 +332,17 @@ func TestAttackHalfCloseStream(t *testing.T) {
 			}()
 			got, err := io.ReadAll(c)
 			if err != nil {
-				return err
+				// Where the stream broke tells a close with unread
+				// input (before the writer's FIN) from one after.
+				writer := "still writing"
+				select {
+				case werr := <-werr:
+					writer = fmt.Sprintf("done (%v)", werr)
+				default:
+				}
+				st := rt.Stats().Loops[0]
+				return fmt.Errorf("conn %d: read %d of %d echoed bytes, writer %s, server pauses %d, accepted %d, closed %d: %w",
+					i, len(got), len(msg), writer, st.ReadPausesConn, st.Accepted, st.Closed, err)
 			}
 			if err := <-werr; err != nil {
 				return err
@@ -344,6 +357,46 @@ func TestAttackHalfCloseStream(t *testing.T) {
 		}
 		checkCBIdle(t, rt)
 	})
+}
+
+// logTCPAbortsOnFailure snapshots the kernel's counters of connections it
+// reset (TcpExt TCPAbortOn*: a close with unread input, data after a
+// close, memory, timeout, linger) and returns a func, to defer, that logs
+// how they grew if t failed meanwhile. They count the whole network
+// namespace, but the tests of a package run one at a time: a reset a
+// test's peer saw shows up in them as the server's reason for it.
+func logTCPAbortsOnFailure(t *testing.T) func() {
+	before := tcpAborts()
+	return func() {
+		if !t.Failed() {
+			return
+		}
+		after := tcpAborts()
+		for _, k := range []string{"TCPAbortOnClose", "TCPAbortOnData", "TCPAbortOnMemory", "TCPAbortOnTimeout", "TCPAbortOnLinger"} {
+			t.Logf("kernel %s +%d", k, after[k]-before[k])
+		}
+	}
+}
+
+// tcpAborts reads the TcpExt counters of /proc/net/netstat (nil when it
+// cannot).
+func tcpAborts() map[string]int64 {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return nil
+	}
+	m := map[string]int64{}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i += 2 {
+		k, v := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(k) == 0 || k[0] != "TcpExt:" {
+			continue
+		}
+		for j := 1; j < len(k) && j < len(v); j++ {
+			m[k[j]], _ = strconv.ParseInt(v[j], 10, 64)
+		}
+	}
+	return m
 }
 
 // TestAttackBigSmallAlternate: connections that alternate big and small
