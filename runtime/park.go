@@ -8,7 +8,8 @@ import (
 // gopark and goready. Both are kept reachable by the Go runtime for
 // packages outside it ("//go:linkname gopark" and "goready" in
 // runtime/proc.go, kept for gVisor among others), with these signatures;
-// a *g is passed as a uintptr.
+// a *g is passed as a uintptr. polldesc.go parks with them; pdCommit is
+// its commit.
 
 // gopark puts the calling goroutine in a wait state and calls unlockf(gp,
 // lock) on the scheduler's stack; if unlockf returns false the goroutine

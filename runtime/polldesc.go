@@ -1,3 +1,5 @@
+//go:build !race || amd64 || arm64
+
 package uringrt
 
 import (
@@ -104,14 +106,6 @@ func (pd *pollDesc) wait(abort func() bool) {
 	pd.state.CompareAndSwap(pdReady, pdIdle)
 }
 
-// pdCommit is wait's gopark commit, run on the scheduler's stack once the
-// goroutine is off its thread: it publishes the goroutine, unless notify
-// or interrupt changed pdWait since (then the goroutine is not parked). No
-// race instrumentation may run there (casNoRace); the race detector sees
-// the hand-over through notify's and wait's own atomics.
-//
-//go:nosplit
-//go:norace
-func pdCommit(gp uintptr, pd unsafe.Pointer) bool {
-	return casNoRace((*uintptr)(unsafe.Pointer(&(*pollDesc)(pd).state)), pdWait, gp)
-}
+// pdParks reports whether a parked goroutine is in gopark's "IO wait"
+// (polldesc_chan.go parks on a channel).
+const pdParks = true
