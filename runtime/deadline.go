@@ -43,14 +43,27 @@ func (d *deadline) set(t time.Time, fire func()) {
 	}
 }
 
+// onTimer is the timer's callback. It holds mu, as set does: a set that
+// moves or clears the deadline while the callback runs then either comes
+// first (the callback sees the new time and does nothing) or after (it
+// clears expired again), never between the check and the Store.
 func (d *deadline) onTimer(fire func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	at := d.at.Load()
 	if at == 0 || time.Now().UnixNano() < at {
 		return // moved since the timer was set
 	}
+	if deadlineFireHook != nil {
+		deadlineFireHook()
+	}
 	d.expired.Store(true)
 	fire()
 }
+
+// deadlineFireHook, when set by a test, runs in onTimer between its check
+// and its Store.
+var deadlineFireHook func()
 
 func (d *deadline) stop() {
 	d.mu.Lock()
