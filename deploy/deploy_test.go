@@ -24,6 +24,7 @@ var knownMetrics = map[string]string{
 	"uringrt_poll_arms_total":                "counter",
 	"uringrt_cq_overflows_total":             "counter",
 	"uringrt_buffer_ring_exhausted_total":    "counter",
+	"uringrt_io_retried_eagain_total":        "counter",
 	"uringrt_buffers_lent_total":             "counter",
 	"uringrt_stream_mode_enters_total":       "counter",
 	"uringrt_sq_full_total":                  "counter",

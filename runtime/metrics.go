@@ -18,6 +18,7 @@ type loopStats struct {
 	cqOverflows, sqFull        atomic.Uint64
 	pollArms                   atomic.Uint64
 	enobufs                    atomic.Uint64
+	retriedEAGAIN              atomic.Uint64
 	lentBufs                   atomic.Uint64
 	streamEnters               atomic.Uint64
 	idlePollHits, idlePollMiss atomic.Uint64

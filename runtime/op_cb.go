@@ -48,9 +48,13 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 func prepCBSend(sqe *netpoll.SQE, o *op) {
 	if o.cc != nil && o.cc.sendsMsg() {
 		sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.sendMsg), unix.MSG_NOSIGNAL)
-		return
+	} else {
+		sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
 	}
-	sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+	if o.cc != nil && o.cc.sendPollFirst {
+		sqe.SetPollFirst()
+		o.cc.sendPollFirst = false
+	}
 }
 
 // prepSend points sendOp at the queued output: a send of the head chunk
@@ -147,6 +151,11 @@ func (c *CallbackConn) onRecv(o *op) {
 		// re-arm below (after the commit at the end of reap).
 	case res == -int32(syscall.ECANCELED):
 		// paused, or closing
+	case res == -int32(syscall.EAGAIN):
+		// The socket is nonblocking, and a recv the kernel retried
+		// from an io-wq worker finds it empty: nothing was lost and the
+		// connection is fine, so the recv is re-armed below.
+		l.stats.retriedEAGAIN.Add(1)
 	case res == -int32(syscall.EINVAL) && l.rt.recvLimitFailed():
 		// A kernel before 6.17 refused the multishot byte limit:
 		// re-armed below without it.
@@ -287,6 +296,16 @@ func (c *CallbackConn) onSend(o *op) {
 	l := c.l
 	o.buf = nil
 	c.dropSendVec()
+	if o.res == -int32(syscall.EAGAIN) && !c.failed() {
+		// A send the kernel retried from an io-wq worker after a partial
+		// send (the socket is nonblocking, and its buffer was still
+		// full) ends with EAGAIN: nothing of it was sent. It is a short
+		// send of 0 bytes, sent again once the socket takes more
+		// (IORING_RECVSEND_POLL_FIRST), not a failed connection.
+		l.stats.retriedEAGAIN.Add(1)
+		o.res = 0
+		c.sendPollFirst = true
+	}
 	if o.res < 0 {
 		c.outq.sent(l, 0)
 		if o.res != -int32(syscall.ECANCELED) {

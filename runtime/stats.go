@@ -60,6 +60,12 @@ type LoopStats struct {
 	// BufferRingExhausted counts recvs that found the provided buffer ring
 	// empty (ENOBUFS).
 	BufferRingExhausted uint64
+	// RetriedEAGAIN counts callback recvs and sends, and multishot UDP
+	// recvmsgs (Config.UDPRecvMultishot), that completed with EAGAIN and
+	// were issued again. The kernel retries a send after a partial one, or
+	// a recv, from an io-wq worker, where the nonblocking socket says
+	// EAGAIN rather than wait; it is not an error of the connection.
+	RetriedEAGAIN uint64
 	// BuffersLent counts buffers a callback WriteNoCopy sent without a
 	// copy: provided buffers, and stream-mode recv buffers (StreamEnters).
 	BuffersLent uint64
@@ -180,6 +186,7 @@ func (l *loop) snapshot() LoopStats {
 		SQFull:              st.sqFull.Load(),
 		PollArms:            st.pollArms.Load(),
 		BufferRingExhausted: st.enobufs.Load(),
+		RetriedEAGAIN:       st.retriedEAGAIN.Load(),
 		BuffersLent:         st.lentBufs.Load(),
 		StreamEnters:        st.streamEnters.Load(),
 		IdlePollWork:        st.idlePollHits.Load(),

@@ -108,12 +108,17 @@ func (ur *udpRing) onCQE(l *loop, o *op) {
 		}
 		r.buf, r.n = uint16(o.flags>>16), o.res
 	}
-	if r.errno == syscall.ENOBUFS {
+	switch r.errno {
+	case syscall.ENOBUFS:
 		l.stats.enobufs.Add(1) // uringrt_buffer_ring_exhausted_total
+	case syscall.EAGAIN:
+		l.stats.retriedEAGAIN.Add(1) // uringrt_io_retried_eagain_total
 	}
-	if r.errno != syscall.ENOBUFS && r.errno != syscall.ECANCELED {
+	if r.errno != syscall.ENOBUFS && r.errno != syscall.ECANCELED && r.errno != syscall.EAGAIN {
 		// ENOBUFS: every buffer waits to be read; the datagrams wait in
 		// the socket until the reader re-arms. ECANCELED: Close.
+		// EAGAIN: a retry from an io-wq worker found the nonblocking
+		// socket empty; the reader re-arms, as after ENOBUFS.
 		ur.mu.Lock()
 		ur.ready = append(ur.ready, r)
 		ur.mu.Unlock()

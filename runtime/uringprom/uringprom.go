@@ -60,6 +60,7 @@ var (
 	dLent      = desc("buffers_lent_total", "Buffers a callback WriteNoCopy sent without a copy (buffer lending, Config.DisableBufferLending): provided buffers, each back in the ring once sent, and stream-mode recv buffers.", "loop")
 	dStream    = desc("stream_mode_enters_total", "Callback connections switched to stream mode after consecutive large reads: a single-shot recv into a 32 KiB buffer of their own instead of the provided buffer ring.", "loop")
 	dENOBUFS   = desc("buffer_ring_exhausted_total", "Recvs that found the provided buffer ring empty (ENOBUFS); re-armed after buffers came back.", "loop")
+	dEAGAIN    = desc("io_retried_eagain_total", "Callback recvs and sends, and multishot UDP recvmsgs, that completed with EAGAIN (an io-wq retry on the nonblocking socket) and were issued again.", "loop")
 	dIdlePoll  = desc("idle_polls_total", "Busy-polls before sleeping (Config.IdlePoll) by outcome: work (work appeared, no sleep) or timeout (the loop went to sleep).", "loop", "outcome")
 	dAccepted  = desc("connections_accepted_total", "Connections accepted.", "loop")
 	dClosed    = desc("connections_closed_total", "Accepted connections closed.", "loop")
@@ -91,7 +92,7 @@ var (
 	dUDPPolled    = desc("udp_poll_waits_total", "PacketConn reads and writes that found EAGAIN at the nonblock try and parked on the loop's poll, by op: read or write.", "loop", "op")
 )
 
-var runtimeDescs = []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dLent, dStream,
+var runtimeDescs = []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dEAGAIN, dLent, dStream,
 	dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
 	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed,
 	dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled}
@@ -159,6 +160,7 @@ func collectLoop(out sink, l *uringrt.LoopStats) {
 	out.counter(dSQFull, l.SQFull, id)
 	out.counter(dPollArms, l.PollArms, id)
 	out.counter(dENOBUFS, l.BufferRingExhausted, id)
+	out.counter(dEAGAIN, l.RetriedEAGAIN, id)
 	out.counter(dLent, l.BuffersLent, id)
 	out.counter(dStream, l.StreamEnters, id)
 	out.counter(dIdlePoll, l.IdlePollWork, id, "work")

@@ -151,6 +151,7 @@ var wantFamilies = map[string]dto.MetricType{
 	"uringrt_enter_calls_total": dto.MetricType_COUNTER, "uringrt_cq_overflows_total": dto.MetricType_COUNTER,
 	"uringrt_sq_full_total": dto.MetricType_COUNTER, "uringrt_poll_arms_total": dto.MetricType_COUNTER,
 	"uringrt_buffers_lent_total": dto.MetricType_COUNTER, "uringrt_buffer_ring_exhausted_total": dto.MetricType_COUNTER,
+	"uringrt_io_retried_eagain_total":  dto.MetricType_COUNTER,
 	"uringrt_stream_mode_enters_total": dto.MetricType_COUNTER,
 	"uringrt_idle_polls_total":         dto.MetricType_COUNTER, "uringrt_connections_accepted_total": dto.MetricType_COUNTER,
 	"uringrt_connections_closed_total": dto.MetricType_COUNTER, "uringrt_connections_rejected_total": dto.MetricType_COUNTER,
