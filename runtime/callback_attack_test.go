@@ -231,6 +231,23 @@ func TestAttackBurstThenStopReading(t *testing.T) {
 	})
 }
 
+// streamThenCloseWrite writes msg to c in 64 KiB writes from a new
+// goroutine, then shuts c's writing side (CloseWrite); the channel gives
+// the first write error, or CloseWrite's result.
+func streamThenCloseWrite(c net.Conn, msg []byte) <-chan error {
+	werr := make(chan error, 1)
+	go func() {
+		for off := 0; off < len(msg); off += 64 << 10 {
+			if _, err := c.Write(msg[off:min(off+64<<10, len(msg))]); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- c.(*net.TCPConn).CloseWrite()
+	}()
+	return werr
+}
+
 // pattern returns n patterned bytes (seed).
 func pattern(n int, seed byte) []byte {
 	b := make([]byte, n)
@@ -320,16 +337,7 @@ func TestAttackHalfCloseStream(t *testing.T) {
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(60 * time.Second))
 			msg := pattern(4<<20, byte(i))
-			werr := make(chan error, 1)
-			go func() {
-				for off := 0; off < len(msg); off += 64 << 10 {
-					if _, err := c.Write(msg[off : off+64<<10]); err != nil {
-						werr <- err
-						return
-					}
-				}
-				werr <- c.(*net.TCPConn).CloseWrite()
-			}()
+			werr := streamThenCloseWrite(c, msg)
 			got, err := io.ReadAll(c)
 			if err != nil {
 				// Where the stream broke tells a close with unread

@@ -28,16 +28,7 @@ func TestCallbackSlowReaderEchoWhole(t *testing.T) {
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(60 * time.Second))
 			msg := pattern(4<<20, byte(i+round))
-			werr := make(chan error, 1)
-			go func() {
-				for off := 0; off < len(msg); off += 64 << 10 {
-					if _, err := c.Write(msg[off : off+64<<10]); err != nil {
-						werr <- err
-						return
-					}
-				}
-				werr <- c.(*net.TCPConn).CloseWrite()
-			}()
+			werr := streamThenCloseWrite(c, msg)
 			// A slow reader: small reads with pauses, so the server's
 			// sends keep finding the socket full.
 			got := make([]byte, 0, len(msg))
