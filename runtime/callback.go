@@ -56,9 +56,6 @@ type CallbackConn struct {
 	slot      int32  // registered file slot, or -1
 	sendSince uint32 // the loop's flush count when sendOp was armed (budget.go)
 	sendShort bool   // the last send CQE took less than was submitted (budget.go)
-	// sendPollFirst makes the next send wait for POLLOUT before it tries
-	// (IORING_RECVSEND_POLL_FIRST): the last one completed with EAGAIN.
-	sendPollFirst bool
 
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.

@@ -48,13 +48,9 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 func prepCBSend(sqe *netpoll.SQE, o *op) {
 	if o.cc != nil && o.cc.sendsMsg() {
 		sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.sendMsg), unix.MSG_NOSIGNAL)
-	} else {
-		sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
+		return
 	}
-	if o.cc != nil && o.cc.sendPollFirst {
-		sqe.SetPollFirst()
-		o.cc.sendPollFirst = false
-	}
+	sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
 }
 
 // prepSend points sendOp at the queued output: a send of the head chunk
@@ -300,11 +296,10 @@ func (c *CallbackConn) onSend(o *op) {
 		// A send the kernel retried from an io-wq worker after a partial
 		// send (the socket is nonblocking, and its buffer was still
 		// full) ends with EAGAIN: nothing of it was sent. It is a short
-		// send of 0 bytes, sent again once the socket takes more
-		// (IORING_RECVSEND_POLL_FIRST), not a failed connection.
+		// send of 0 bytes, sent again below (a socket still full makes
+		// the kernel arm POLLOUT for it), not a failed connection.
 		l.stats.retriedEAGAIN.Add(1)
 		o.res = 0
-		c.sendPollFirst = true
 	}
 	if o.res < 0 {
 		c.outq.sent(l, 0)
