@@ -49,6 +49,8 @@ var knownMetrics = map[string]string{
 	"uringrt_udp_poll_waits_total":           "counter",
 	"uringrt_read_pauses_total":              "counter",
 	"uringrt_idle_closed_total":              "counter",
+	"uringrt_connections_timed_out_total":    "counter",
+	"uringrt_write_refusals_total":           "counter",
 	// gauges
 	"uringrt_connections_active":    "gauge",
 	"uringrt_worker_queue_depth":    "gauge",

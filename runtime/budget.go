@@ -24,7 +24,8 @@ import (
 // its queue is empty. Every stop is counted in
 // uringrt_read_pauses_total{loop,kind="conn"|"runtime"}; the bytes held
 // are uringrt_output_buffered_bytes. docs/RELIABILITY.md states the worst
-// case per connection. A MayBlocker connection also stops reading while
+// case per connection. Writes past MaxBufferedBytes are refused, whatever
+// path they take (callback_bounds.go). A MayBlocker connection also stops reading while
 // more than blockInMax bytes it received wait for its worker.
 
 // pause reasons, the label values of uringrt_read_pauses_total.
@@ -40,6 +41,7 @@ type rtBudget struct {
 	held        atomic.Int64 // chunk bytes held by all callback queues
 	posted      atomic.Int64 // bytes of writes posted to loops, not yet queued (callback_write.go)
 	noRecvLimit atomic.Bool  // the kernel refused the multishot recv byte limit
+	waitLoops   atomic.Int32 // loops with connections waiting for a drain (callback_bounds.go)
 }
 
 // recvLimit is the most bytes one arm of a callback connection's multishot
@@ -69,12 +71,20 @@ type loopBudget struct {
 	flushes uint32           // loop-owned: flushCB calls (one per iteration)
 	pauses  [2]atomic.Uint64 // by reason
 	over    bool             // loop-owned: a queue grew while the runtime was over the cap
+
+	refused  [2]atomic.Uint64 // writes refused with ErrWriteBufferFull, by cap (callback_bounds.go)
+	timedOut [3]atomic.Uint64 // connections cut off by a timeout: read, write, close
+	waiting  atomic.Bool      // waiters is not empty (counted in rtBudget.waitLoops)
+	waiters  []*CallbackConn  // loop-owned: refused for MaxBufferedBytes, waiting for its drain
 }
 
 // budgetAdd accounts d bytes of chunk capacity taken (d > 0) or returned.
 func (l *loop) budgetAdd(d int) {
 	l.budget.held.Add(int64(d))
-	l.rt.budget.held.Add(int64(d))
+	n := l.rt.budget.held.Add(int64(d))
+	if d < 0 && l.rt.budget.waitLoops.Load() != 0 && n <= l.rt.cfg.MaxBufferedBytes/2 {
+		l.rt.wakeBudgetWaiters() // callback_bounds.go
+	}
 }
 
 // overBudget reports whether the runtime's queues hold more than
@@ -210,8 +220,14 @@ func (c *CallbackConn) maybeResume() {
 	if !c.paused || c.closing || c.outq.n >= c.resumeMark() || c.inQueued.Load() > blockInMax/2 {
 		return
 	}
-	if c.outq.n > 0 && c.l.rt.overSoftBudget() {
-		return // the runtime is still over: wait until this queue is empty
+	if c.l.rt.overSoftBudget() {
+		if c.outq.n > 0 {
+			return // the runtime is still over: wait until this queue is empty
+		}
+		if c.rtRefused.Load() {
+			c.l.waitBudget(c) // refused for the runtime cap: wait for its drain (callback_bounds.go)
+			return
+		}
 	}
 	c.paused = false
 	if !c.recvOp.armed && !c.readDone() {

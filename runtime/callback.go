@@ -71,6 +71,10 @@ type CallbackConn struct {
 	queued    atomic.Int64 // outq.n as of the loop's last flush or send CQE
 	posted    atomic.Int64 // bytes of AsyncWrites posted and not yet taken
 	inQueued  atomic.Int64 // bytes of input handed to a MayBlocker's worker, not yet handled (budget.go)
+	rtRefused atomic.Bool  // a write was refused for MaxBufferedBytes (callback_bounds.go)
+	rtFull    bool         // holder: a write in the callback was refused for MaxBufferedBytes
+	rtWait    bool         // loop-owned: among the loop's budget waiters (callback_bounds.go)
+	rtAllow   int          // holder: bytes OnData may still write past MaxBufferedBytes (its input's)
 
 	tm *connTimers // timers and deadlines (callback_timer.go), nil without
 
@@ -211,6 +215,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	}
 	c.l.cancelOp(&c.recvOp)
 	c.maybeFinalize()
+	if gracefulErr(err) {
+		c.armCloseTimer() // callback_bounds.go: Config.CloseTimeout
+	}
 }
 
 func (c *CallbackConn) fail(err error) {
@@ -238,7 +245,9 @@ func (c *CallbackConn) maybeFinalize() {
 	}
 	l := c.l
 	c.finalized = true
-	c.outq.release(l) // no send in flight: every chunk goes back
+	c.outq.release(l)  // no send in flight: every chunk goes back
+	c.dropCloseTimer() // callback_bounds.go
+	l.unwaitBudget(c)
 	c.leaveStream()
 	delete(l.cbConns, c)
 	if c.slot >= 0 {

@@ -57,31 +57,28 @@ func (c *CallbackConn) checkRead(now int64) {
 		return
 	}
 	if now-tm.lastRead >= tm.readTO {
-		c.closeOnLoop(ErrReadTimeout)
+		c.cutOff(ErrReadTimeout, timedOutRead) // callback_bounds.go: reset
 	}
 }
 
 // checkWrite closes c when its queued output made no progress for its
 // write timeout; a close already under way (Close) then drops the output
-// it was sending.
+// it was sending. Without a send completing for a check period, it asks
+// the kernel whether the peer took bytes meanwhile (peerTook): a large
+// send stays in flight while a slow peer reads.
 func (c *CallbackConn) checkWrite(now int64) {
 	tm := c.tm
 	if c.outq.n == 0 && c.posted.Load() == 0 {
 		tm.lastWrite = now // nothing to send: nothing stalls
 		return
 	}
+	if now-tm.lastWrite >= tm.wrT.period && c.peerTook() {
+		tm.lastWrite = now
+	}
 	if now-tm.lastWrite < tm.writeTO {
 		return
 	}
-	if !c.closing {
-		c.closeOnLoop(ErrWriteTimeout)
-		return
-	}
-	c.closeErr = ErrWriteTimeout
-	tm.wrT.state.Store(1)
-	c.outq.discard(c.l, c.sendOp.armed)
-	c.l.cancelOp(&c.sendOp)
-	c.maybeFinalize()
+	c.cutOff(ErrWriteTimeout, timedOutWrite) // callback_bounds.go: reset
 }
 
 // stdTimer runs t for a BackendStd connection on a goroutine of its own

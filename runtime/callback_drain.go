@@ -58,6 +58,10 @@ func (c *CallbackConn) checkDrain() {
 	if c.outq.n+int(c.posted.Load()) > c.lowMark() {
 		return
 	}
+	if c.rtRefused.Load() && c.l.rt.overSoftBudget() {
+		c.l.waitBudget(c) // callback_bounds.go: refused for MaxBufferedBytes
+		return
+	}
 	c.drainWant = false
 	c.drainReq.Store(false)
 	c.callback(c.drainer.OnDrained)

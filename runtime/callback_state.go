@@ -126,6 +126,10 @@ func (c *CallbackConn) exitCB() {
 // afterCB does on the loop what a callback of c asked while it held the
 // state: flush and cap the output it queued, close.
 func (c *CallbackConn) afterCB() {
+	if c.rtFull {
+		c.rtFull = false
+		c.budgetRefused() // callback_bounds.go
+	}
 	if c.wroteInCB {
 		c.wroteInCB = false // (c.queued follows at the flush)
 		c.markDirty()

@@ -86,7 +86,10 @@ func (c *CallbackConn) Every(d time.Duration, f func(c *CallbackConn)) *LoopTime
 
 // SetReadTimeout closes the connection when it received nothing for d
 // (while reading is not paused by backpressure); OnClose then gets
-// ErrReadTimeout and queued output is dropped. d <= 0 turns it off. It may
+// ErrReadTimeout and queued output is dropped. The connection is reset
+// (SO_LINGER 0), so the peer sees an error (ECONNRESET), not an orderly
+// end; counted in uringrt_connections_timed_out_total{kind="read"}.
+// d <= 0 turns it off. It may
 // be called anywhere; the timeout counts from the call. The check runs
 // every d/4, so the close comes between d and 1.25 x d after the last
 // byte received. BackendStd: it returns errors.ErrUnsupported.
@@ -96,10 +99,17 @@ func (c *CallbackConn) SetReadTimeout(d time.Duration) error {
 
 // SetWriteTimeout closes the connection when its queued output made no
 // progress for d (the peer does not read: a slow subscriber); OnClose then
-// gets ErrWriteTimeout. It bounds a Close too, set before it or after: a
-// closing connection whose output stalls for d drops that output and
-// closes. d <= 0 turns it off. It may be called anywhere.
-// The close comes between d and 1.25 x d after the last send progress.
+// gets ErrWriteTimeout. Progress is the peer's: a send completing, or the
+// kernel's send queue shrinking as the peer acknowledges bytes (SIOCOUTQ),
+// so a slow reader is not cut while one large send is still in flight. The
+// connection is reset (SO_LINGER 0), its output dropped: the peer sees an
+// error (ECONNRESET), not an orderly end after a truncated stream (as with
+// Go's net, a write deadline followed by Close); counted in
+// uringrt_connections_timed_out_total{kind="write"}. It bounds a Close
+// too, set before it or after: a closing connection whose output stalls
+// for d is cut off the same way. d <= 0 turns it off. It may be called
+// anywhere. The close comes between d and 1.25 x d after the last
+// progress.
 // BackendStd: it returns errors.ErrUnsupported.
 func (c *CallbackConn) SetWriteTimeout(d time.Duration) error {
 	return c.setDeadline(d, true)
@@ -113,6 +123,8 @@ type connTimers struct {
 	readTO    int64        // ns; 0: off
 	writeTO   int64
 	rdT, wrT  *LoopTimer // the deadlines' checks
+	clT       *LoopTimer // the close timeout (Config.CloseTimeout), while a close sends
+	sentQ     int        // the kernel's send queue at the write check's last look (callback_bounds.go)
 }
 
 // loopTimers is a loop's timer heap (loop-owned).
@@ -235,11 +247,11 @@ func (c *CallbackConn) endTimers() {
 }
 
 // keepsTimer reports whether t runs on while c is closing: the write
-// timeout's check, while the close sends the queued output (Close), so
-// that a peer that never reads cannot hold the connection and its output
-// for ever (loop only).
+// timeout's check and the close timeout, while the close sends the queued
+// output (Close), so that a peer that never reads cannot hold the
+// connection and its output for ever (loop only).
 func (c *CallbackConn) keepsTimer(t *LoopTimer) bool {
-	return c.tm != nil && t == c.tm.wrT && c.sendsAtClose()
+	return c.tm != nil && (t == c.tm.wrT || t == c.tm.clT) && c.sendsAtClose()
 }
 
 // sendsAtClose reports whether c's close sends its queued output: Close,

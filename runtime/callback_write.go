@@ -9,12 +9,17 @@ import (
 // ErrWriteBufferFull is returned by a CallbackConn's Write, WriteNoCopy and
 // AsyncWrite when accepting p would take the bytes queued for the
 // connection past Config.MaxWriteBuffer (unless nothing is queued: one
-// write of any size is accepted into an empty queue), or, for a write that
-// goes through the loop's request queue (any write not made from the
-// connection's own callback, and AsyncWrite), when the runtime's queued
-// output would pass Config.MaxBufferedBytes. Nothing of p was queued. The
+// write of any size is accepted into an empty queue), or the output queued
+// by all connections of the runtime past Config.MaxBufferedBytes, from any
+// caller (a write in OnData that sends back no more than that OnData
+// received, as an echo or a proxy of its own input does, is let past the
+// runtime cap: the read pause bounds it). Nothing of p was queued. The
 // connection stays open; a Drainer handler's OnDrained tells when it has
-// drained below its low-water mark (SetLowWater).
+// drained below its low-water mark (SetLowWater) and, after a refusal for
+// MaxBufferedBytes, the runtime's queues are under half of it; a
+// connection refused for MaxBufferedBytes in its own callback stops
+// reading until then. Refusals are counted in
+// uringrt_write_refusals_total{kind="conn"|"runtime"}.
 var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 
 // Write queues a copy of p for sending and returns len(p), nil; the loop
@@ -113,10 +118,25 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 	// on a stale view of the other.
 	if q := c.outq.n + int(c.posted.Load()); q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
 		c.drainReq.Store(true)
+		c.l.budget.refused[capConn].Add(1)
+		return 0, ErrWriteBufferFull
+	}
+	ok, reserved := c.l.rt.budgetWrite(int64(len(p))) // callback_bounds.go
+	if !ok && len(p) <= c.rtAllow {
+		ok = true // OnData writes back no more than it received (an echo): the read pause bounds that
+	}
+	c.rtAllow = max(c.rtAllow-len(p), 0)
+	if !ok {
+		c.refusedByRuntime()
+		c.drainReq.Store(true)
+		c.rtFull = true // afterCB stops reading c until the runtime drains
 		return 0, ErrWriteBufferFull
 	}
 	c.queued.Store(int64(c.outq.n + len(p))) // (queue takes all of p: c is not closing)
 	c.queue(p, noCopy)
+	if reserved {
+		c.l.rt.budgetWriteDone(int64(len(p)))
+	}
 	c.wroteInCB = true
 	return len(p), nil
 }
@@ -134,6 +154,7 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	n := int64(len(p))
 	if q := c.posted.Add(n) - n + c.queued.Load(); q > 0 && q+n > int64(rt.cfg.MaxWriteBuffer) {
 		c.posted.Add(-n)
+		l.budget.refused[capConn].Add(1)
 		c.refused()
 		return 0, ErrWriteBufferFull
 	}
@@ -141,6 +162,7 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	if max > 0 && rt.budget.posted.Add(n)+rt.budget.held.Load() > max {
 		rt.budget.posted.Add(-n)
 		c.posted.Add(-n)
+		c.refusedByRuntime() // callback_bounds.go
 		c.refused()
 		return 0, ErrWriteBufferFull
 	}
@@ -197,13 +219,15 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 }
 
 // Close closes the connection after the queued output is sent; OnClose
-// follows with a nil error (with ErrWriteTimeout, the output dropped, when
-// the write timeout of SetWriteTimeout passes without progress; without
-// one, a peer that never reads holds the connection). It may be called
-// anywhere: in this
-// connection's callback it takes effect when the callback returns (no
-// OnData follows it); elsewhere it is AsyncClose. Writes after it return
-// net.ErrClosed. It returns nil.
+// follows with a nil error. A peer that does not take the output cannot
+// hold the connection: past Config.CloseTimeout (10 s by default) after
+// the Close, or sooner when the write timeout of SetWriteTimeout passes
+// without progress, the output is dropped, the connection reset (the peer
+// sees an error, not an orderly end) and OnClose gets ErrCloseTimeout or
+// ErrWriteTimeout. It may be called anywhere: in this connection's
+// callback it takes effect when the callback returns (no OnData follows
+// it); elsewhere it is AsyncClose. Writes after it return net.ErrClosed.
+// It returns nil.
 func (c *CallbackConn) Close() error {
 	if c.std != nil {
 		return c.closeStd()

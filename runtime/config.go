@@ -57,6 +57,10 @@ const (
 	// DefaultMaxBufferedBytes caps all callback queues of a runtime
 	// together (Config.MaxBufferedBytes), in bytes.
 	DefaultMaxBufferedBytes = 256 << 20
+	// DefaultCloseTimeout bounds a callback connection's graceful close
+	// (Config.CloseTimeout): a peer that takes a full default queue
+	// (MaxWriteBuffer, 4 MiB) at 420 KB/s or faster gets all of it.
+	DefaultCloseTimeout = 10 * time.Second
 	// With incrementally consumed buffers (Linux 6.12+) the defaults are
 	// fewer, larger buffers, the same 4 MiB per loop: a recv of a stream
 	// takes up to 32 KiB in one CQE, and small messages share a buffer.
@@ -99,15 +103,16 @@ type Config struct {
 	MaxWriteBuffer int
 	// MaxBufferedBytes caps the bytes of queued output that all callback
 	// connections of the runtime hold together (their queues' chunks); 0
-	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Over it, each
-	// loop stops reading from its connections with the largest queues
-	// first (uringrt_read_pauses_total{kind="runtime"}) and reads again
-	// as they drain; the overshoot is at most one loop iteration's
-	// receives per loop (Buffers x BufferSize bytes), see
-	// docs/RELIABILITY.md. Writes that go through a loop's request queue
-	// (AsyncWrite, and Write from anywhere but the connection's own
-	// callbacks) fail with ErrWriteBufferFull once the queued and posted
-	// bytes would pass it.
+	// means DefaultMaxBufferedBytes (256 MiB), -1 no cap. Every write
+	// (Write, WriteNoCopy, AsyncWrite, from any caller) that would take the
+	// queued and posted bytes past it fails with ErrWriteBufferFull
+	// (uringrt_write_refusals_total{kind="runtime"}), whatever the
+	// handler's replies weigh against its requests; only what an OnData
+	// writes back of its own input (an echo) may pass it, and over half of
+	// it each loop stops reading from its connections with the largest
+	// queues first (uringrt_read_pauses_total{kind="runtime"}), reading
+	// again as they drain, which bounds that: docs/RELIABILITY.md states
+	// the overshoot.
 	MaxBufferedBytes int64
 	// MaxConns caps open connections per listener; connections over it are
 	// closed at once and counted (uringrt_connections_rejected_total). 0
@@ -124,6 +129,19 @@ type Config struct {
 	// uringrt_idle_closed_total{loop}. 0 (the default) means never; at
 	// least 10ms.
 	IdleTimeout time.Duration
+	// CloseTimeout bounds a callback connection's graceful close (Close,
+	// AsyncClose, Shutdown, or the peer's end of input while output is
+	// queued): a close that has not sent the queued output this long after
+	// it began resets the connection (SO_LINGER 0, so the peer sees a
+	// reset, not an orderly end), drops the output and frees it; OnClose
+	// gets ErrCloseTimeout; counted in
+	// uringrt_connections_timed_out_total{kind="close"}. A peer that
+	// never reads would otherwise hold the connection and its queue for
+	// ever. It is a total, not a period without progress: a peer must take
+	// the queue at MaxWriteBuffer/CloseTimeout or faster. 0 means
+	// DefaultCloseTimeout (10 s); < 0 waits for ever. io_uring backend
+	// (BackendStd closes at once, the kernel sending what it holds).
+	CloseTimeout time.Duration
 	// ReusePort makes every TCP Listen of this runtime a ListenConfig
 	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
 	// accepting (multishot under Serve) on its own and keeping what it

@@ -261,7 +261,9 @@ func (c *CallbackConn) deliver(data []byte) {
 		})
 		return
 	}
-	c.onData(data) // callback_frame.go
+	c.rtAllow = len(data) // callback_bounds.go: what OnData may echo past MaxBufferedBytes
+	c.onData(data)        // callback_frame.go
+	c.rtAllow = 0
 }
 
 // flushCB submits one send per dirty connection (loop only).

@@ -105,6 +105,16 @@ type LoopStats struct {
 	BufferedBytes int64
 	// IdleClosed counts connections closed by Config.IdleTimeout.
 	IdleClosed uint64
+	// ReadTimeouts, WriteTimeouts and CloseTimeouts count callback
+	// connections cut off (reset, their queued output dropped) because a
+	// timeout passed: SetReadTimeout (nothing received), SetWriteTimeout
+	// (the peer took none of the queued output) and Config.CloseTimeout (a
+	// graceful close could not send its queued output in time).
+	ReadTimeouts, WriteTimeouts, CloseTimeouts uint64
+	// WriteRefusedConn and WriteRefusedRuntime count callback writes
+	// refused with ErrWriteBufferFull: the connection's queue would have
+	// passed Config.MaxWriteBuffer, or all queues Config.MaxBufferedBytes.
+	WriteRefusedConn, WriteRefusedRuntime uint64
 	// UDP are the loop's PacketConn counters.
 	UDP UDPStats
 }
@@ -208,6 +218,11 @@ func (l *loop) snapshot() LoopStats {
 		ReadPausesRuntime:   l.budget.pauses[1].Load(),
 		BufferedBytes:       l.budget.held.Load(),
 		IdleClosed:          l.idle.closed.Load(),
+		ReadTimeouts:        l.budget.timedOut[timedOutRead].Load(),
+		WriteTimeouts:       l.budget.timedOut[timedOutWrite].Load(),
+		CloseTimeouts:       l.budget.timedOut[timedOutClose].Load(),
+		WriteRefusedConn:    l.budget.refused[capConn].Load(),
+		WriteRefusedRuntime: l.budget.refused[capRuntime].Load(),
 		UDP: UDPStats{
 			ReceivedDatagrams: l.udp.inDatagrams.Load(),
 			SentDatagrams:     l.udp.outDatagrams.Load(),

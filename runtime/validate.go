@@ -84,6 +84,9 @@ func applyDefaults(cfg *Config) {
 	if cfg.MaxBufferedBytes == 0 {
 		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
+	if cfg.CloseTimeout == 0 {
+		cfg.CloseTimeout = DefaultCloseTimeout
+	}
 	if cfg.BufferSize <= 0 {
 		cfg.BufferSize = DefaultBufferSize
 	}

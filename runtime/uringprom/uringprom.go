@@ -82,6 +82,8 @@ var (
 	dReadPauses = desc("read_pauses_total", "Times a callback connection stopped reading because of the memory budget, by kind: conn (its queue passed MaxWriteBuffer) or runtime (all queues passed MaxBufferedBytes; the largest queues stop first).", "loop", "kind")
 	dBuffered   = desc("output_buffered_bytes", "Bytes of queue chunks that callback connections hold for output not yet sent (capped by MaxBufferedBytes, plus the stated overshoot).", "loop")
 	dIdleClosed = desc("idle_closed_total", "Connections closed by Config.IdleTimeout (no read or write progress for that long).", "loop")
+	dTimedOut   = desc("connections_timed_out_total", "Callback connections the runtime cut off because a timeout passed, by kind: read (SetReadTimeout: the peer sent nothing for that long), write (SetWriteTimeout: the peer took none of the queued output for that long), close (Config.CloseTimeout: a graceful Close could not send the queued output in time, the peer does not read). Each was reset, so its peer sees an error, not an orderly end, and its queued output was dropped.", "loop", "kind")
+	dRefused    = desc("write_refusals_total", "Writes to callback connections refused with ErrWriteBufferFull (nothing of them was queued; the handler drops, waits for OnDrained, or closes), by kind: conn (the connection's unsent output would pass Config.MaxWriteBuffer: its peer reads slower than the handler writes) or runtime (all connections' unsent output would pass Config.MaxBufferedBytes: the process is at its output memory cap).", "loop", "kind")
 
 	// PacketConns.
 	dUDPInDgrams  = desc("udp_received_datagrams_total", "UDP datagrams received by PacketConns (UDP_GRO-coalesced ones counted by segment).", "loop")
@@ -94,7 +96,7 @@ var (
 
 var runtimeDescs = []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dEAGAIN, dLent, dStream,
 	dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
-	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed,
+	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed, dTimedOut, dRefused,
 	dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled}
 
 type collector struct {
@@ -183,6 +185,11 @@ func collectLoop(out sink, l *uringrt.LoopStats) {
 	out.counter(dReadPauses, l.ReadPausesRuntime, id, "runtime")
 	out.gauge(dBuffered, float64(l.BufferedBytes), id)
 	out.counter(dIdleClosed, l.IdleClosed, id)
+	out.counter(dTimedOut, l.ReadTimeouts, id, "read")
+	out.counter(dTimedOut, l.WriteTimeouts, id, "write")
+	out.counter(dTimedOut, l.CloseTimeouts, id, "close")
+	out.counter(dRefused, l.WriteRefusedConn, id, "conn")
+	out.counter(dRefused, l.WriteRefusedRuntime, id, "runtime")
 	u := &l.UDP
 	out.counter(dUDPInDgrams, u.ReceivedDatagrams, id)
 	out.counter(dUDPOutDgrams, u.SentDatagrams, id)
