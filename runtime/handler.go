@@ -55,8 +55,11 @@ import (
 // closing. c.SetReadTimeout(d) closes a connection that received nothing
 // for d, OnClose getting ErrReadTimeout; c.SetWriteTimeout(d) one whose
 // queued output made no progress for d (a peer that stopped reading),
-// OnClose getting ErrWriteTimeout. Both wrap os.ErrDeadlineExceeded.
-// Config.IdleTimeout closes any connection idle both ways (ErrIdleTimeout).
+// OnClose getting ErrWriteTimeout. Both wrap os.ErrDeadlineExceeded, and
+// both reset the connection, so its peer sees an error, not an orderly
+// end. Config.IdleTimeout closes any connection idle both ways
+// (ErrIdleTimeout); Config.CloseTimeout bounds a Close that waits for its
+// output to be sent (ErrCloseTimeout).
 //
 // The package's examples show a broadcast chat, a pub/sub with a slow
 // subscriber and a length-prefixed protocol.
