@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -44,7 +45,8 @@ func bigReplyHandler(size int, refusals, lines *atomic.Int64) Handler {
 // the runtime cap can hold; the clients ask 4x that cap in all. The
 // output queued stays under the cap (plus a chunk's rounding per loop),
 // the Writes past it fail with ErrWriteBufferFull (counted), every
-// connection refused stops reading, and, without -race, the process's
+// connection refused stops reading (the runtime's read pause, counted),
+// and, without -race, the process's
 // RSS grows less than the cap plus 64 MiB. Scaled from the 256
 // MiB cap (URINGRT_BIG_REPLIES=1 runs that size, 100 GETs a client).
 func TestCallbackRuntimeCapHoldsForOwnWrites(t *testing.T) {
@@ -107,8 +109,9 @@ func TestCallbackRuntimeCapHoldsForOwnWrites(t *testing.T) {
 	growth := peakRSS(t) - base
 	st := rt.Stats()
 	refusedRT := loopSum(st, func(l *LoopStats) uint64 { return l.WriteRefusedRuntime })
-	t.Logf("asked %d MiB, cap %d MiB: queued peak %.1f MiB, refusals %d (runtime cap %d), RSS growth %.1f MiB",
-		asked, budget>>20, float64(peak.Load())/(1<<20), refusals.Load(), refusedRT, float64(growth)/(1<<20))
+	pausesRT := loopSum(st, func(l *LoopStats) uint64 { return l.ReadPausesRuntime })
+	t.Logf("asked %d MiB, cap %d MiB: queued peak %.1f MiB, refusals %d (runtime cap %d), runtime read pauses %d, RSS growth %.1f MiB",
+		asked, budget>>20, float64(peak.Load())/(1<<20), refusals.Load(), refusedRT, pausesRT, float64(growth)/(1<<20))
 	if !ok {
 		t.Errorf("%d of %d requests answered or dropped after 20 s", lines.Load(), asked)
 	}
@@ -120,6 +123,9 @@ func TestCallbackRuntimeCapHoldsForOwnWrites(t *testing.T) {
 	refusedConn := loopSum(st, func(l *LoopStats) uint64 { return l.WriteRefusedConn })
 	if refusedRT == 0 || refusedRT+refusedConn != uint64(refusals.Load()) {
 		t.Errorf("Stats count %d writes refused by the runtime cap, %d by the connection's; the handler saw %d refusals", refusedRT, refusedConn, refusals.Load())
+	}
+	if pausesRT == 0 {
+		t.Errorf("the runtime's read pause never engaged (ReadPausesRuntime 0)")
 	}
 	for _, l := range rt.loops { // a connection refused for the runtime cap reads no more
 		onLoop(l, func() {
@@ -274,6 +280,38 @@ func TestCallbackCloseTimeoutResets(t *testing.T) {
 				t.Errorf("the peer read %d bytes, then %v: want a reset (ECONNRESET), not an orderly end", n, err)
 			}
 		})
+	}
+}
+
+// TestCallbackShutdownEndsAtCloseTimeout: Shutdown finishes a callback
+// connection whose peer never reads at the close timeout, not at its
+// context's end.
+func TestCallbackShutdownEndsAtCloseTimeout(t *testing.T) {
+	rt, err := New(Config{Loops: 1, Backend: BackendUring, MaxWriteBuffer: 1 << 20, CloseTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{})
+	go rt.Serve(ln, HandlerFuncs{Open: func(c *CallbackConn) {
+		c.Write(make([]byte, 4<<20))
+		close(opened)
+	}})
+	c, err := relSmallBufDialer.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	<-opened
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := rt.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v after %v, want nil at the close timeout", err, time.Since(start))
 	}
 }
 
