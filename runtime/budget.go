@@ -25,8 +25,8 @@ import (
 // uringrt_read_pauses_total{loop,kind="conn"|"runtime"}; the bytes held
 // are uringrt_output_buffered_bytes. docs/RELIABILITY.md states the worst
 // case per connection. Writes past MaxBufferedBytes are refused, whatever
-// path they take (callback_bounds.go). A MayBlocker connection also stops reading while
-// more than blockInMax bytes it received wait for its worker.
+// path they take (callback_bounds.go). A MayBlocker connection also stops
+// reading while more than blockInMax bytes it received wait for its worker.
 
 // pause reasons, the label values of uringrt_read_pauses_total.
 const (
