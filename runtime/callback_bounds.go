@@ -180,7 +180,8 @@ func (c *CallbackConn) cutOff(err error, kind int) {
 		c.closeOnLoop(err)
 		return
 	}
-	c.closeErr = err
+	c.closeErr = err // (sendsAtClose is false now: no timer of c is kept)
+	c.endTimers()
 	if c.tm != nil {
 		c.tm.wrT.Stop()
 		c.tm.clT.Stop()
