@@ -96,7 +96,7 @@ type CallbackConn struct {
 	stdMaxIn int   // Config.MaxWriteBuffer: the cap on kept input (framing)
 	stdErr   error // OnClose's error when the runtime closed it (ErrInboundFull)
 	stdMu    sync.Mutex
-	stdEnded bool // closed: no more timers (under stdMu)
+	stdTm    stdTimers // its timers (callback_timer.go)
 
 	value any
 }
@@ -247,6 +247,7 @@ func (c *CallbackConn) maybeFinalize() {
 	c.finalized = true
 	c.outq.release(l)  // no send in flight: every chunk goes back
 	c.dropCloseTimer() // callback_bounds.go
+	c.endTimers()      // the write timeout's check too: nothing of c stays in the heap
 	l.unwaitBudget(c)
 	c.leaveStream()
 	delete(l.cbConns, c)

@@ -1,7 +1,6 @@
 package uringrt
 
 import (
-	"container/heap"
 	"io"
 
 	"golang.org/x/sys/unix"
@@ -230,11 +229,7 @@ func (c *CallbackConn) dropCloseTimer() {
 	}
 	t := c.tm.clT
 	c.tm.clT = nil
-	t.state.Store(1)
-	h := &c.l.timers
-	if i := t.index; i < len(*h) && (*h)[i] == t {
-		heap.Remove(h, i)
-	}
+	c.l.cancelTimer(t)
 }
 
 // peerTook reports whether the kernel's send queue of c (bytes written

@@ -30,7 +30,7 @@ func (l *loop) setDeadline(c *CallbackConn, d int64, write bool) {
 		cur, to = &tm.wrT, &tm.writeTO
 	}
 	if *cur != nil {
-		(*cur).Stop()
+		l.cancelTimer(*cur)
 		*cur = nil
 	}
 	*to = d
@@ -79,41 +79,4 @@ func (c *CallbackConn) checkWrite(now int64) {
 		return
 	}
 	c.cutOff(ErrWriteTimeout, timedOutWrite) // callback_bounds.go: reset
-}
-
-// stdTimer runs t for a BackendStd connection on a goroutine of its own
-// (concurrently with the reader's OnData: synchronize what both touch);
-// closeStd ends it.
-func (c *CallbackConn) stdTimer(t *LoopTimer, d time.Duration) {
-	c.stdMu.Lock()
-	if c.stdEnded {
-		c.stdMu.Unlock()
-		t.state.Store(1)
-		return
-	}
-	c.timers().list = append(c.tm.list, t)
-	c.stdMu.Unlock()
-	var run func()
-	run = func() {
-		if t.period == 0 {
-			if !t.state.CompareAndSwap(0, 1) {
-				return
-			}
-		} else if t.state.Load() != 0 {
-			return
-		}
-		t.f(c)
-		if t.period > 0 {
-			time.AfterFunc(time.Duration(t.period), run)
-		}
-	}
-	time.AfterFunc(d, run)
-}
-
-// stdEndTimers stops a BackendStd connection's timers (at its close).
-func (c *CallbackConn) stdEndTimers() {
-	c.stdMu.Lock()
-	c.stdEnded = true
-	c.endTimers()
-	c.stdMu.Unlock()
 }

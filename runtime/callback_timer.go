@@ -1,20 +1,30 @@
 package uringrt
 
 import (
-	"container/heap"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // Timers of the callback API: loop timers (AfterFunc, Every) and the
 // per-connection deadlines (SetReadTimeout, SetWriteTimeout), all run on
-// the connection's loop from one heap per loop. The loop runs the expired
-// ones once per iteration and bounds its wait by the next deadline
-// (loop.go). A connection without timers costs nothing more than a nil
-// check per recv and send; a loop without timers, a length check per
-// iteration.
+// the connection's loop from one heap per loop (a 4-ary min-heap of due
+// times, each timer knowing its place: arming and stopping cost O(log n)).
+// Each connection links its timers in a list, so that its close takes them
+// out of the heap at once. The loop runs the expired ones at the top of
+// an iteration, at most timerBatch of them or timerSlice of time per
+// iteration, and bounds its wait by the next due time (loop.go). A
+// connection without timers costs nothing more than a nil check per recv
+// and send; a loop without timers, a length check per iteration.
+//
+// Who touches what: the heap and the lists are loop-owned. A timer armed
+// or stopped in its connection's own callback on the loop (the state held,
+// callback_state.go) is put in or taken out at once; from anywhere else
+// the change is posted to the loop. A timer's state (armed, running,
+// stopped) is atomic: it is what Stop and the runs agree on, wherever they
+// happen (the loop, a MayBlocker's worker, BackendStd's goroutines).
 
 // ErrReadTimeout is the error OnClose gets when a connection received
 // nothing for its read timeout (SetReadTimeout). It wraps
@@ -40,8 +50,15 @@ var monoBase = time.Now()
 // monoNow is the monotonic clock of the timers, in ns.
 func monoNow() int64 { return int64(time.Since(monoBase)) }
 
+// timer states (LoopTimer.state)
+const (
+	timerArmed   = 0 // waiting for its due time, or its run handed to a worker and not started
+	timerStopped = 1 // final: stopped, a one-shot run started, or ended with its connection
+	timerRunning = 2 // a run of a periodic timer is under way
+)
+
 // LoopTimer is a function scheduled on a connection's loop by AfterFunc or
-// Every. It ends with the connection: it does not run once the connection
+// Every. It ends with the connection: no run starts once the connection
 // began closing.
 type LoopTimer struct {
 	c      *CallbackConn
@@ -49,39 +66,93 @@ type LoopTimer struct {
 	check  func(*CallbackConn, int64) // or a deadline's check (given now)
 	when   int64                      // monoNow when due
 	period int64                      // ns between runs; 0: once
-	state  atomic.Int32               // 0 pending; 1 stopped, fired once, or ended
-	index  int                        // in the loop's heap
+	state  atomic.Int32               // timerArmed, timerStopped, timerRunning
+	hidx   int32                      // 1 + its place in the loop's heap; 0: not in it (loop-owned)
+	listed bool                       // in c's list (loop-owned; BackendStd: under c.stdTm.mu)
+
+	prev, next *LoopTimer // c's list
+
+	std atomic.Pointer[time.Timer] // BackendStd: the timer of the next run
 }
 
-// Stop stops the timer: f does not run again. It reports whether it
-// stopped a run still to come (false once a one-shot timer ran, or after
-// an earlier Stop, or once the connection closed). It may be called
-// anywhere; a run already under way on the loop completes.
+// Stop stops the timer. It returns true when the call stopped it: no run
+// of f starts after Stop returns true (a run already under way, on the
+// loop, a worker or a goroutine, completes; Stop does not wait for it). It
+// returns false when the timer was already stopped: AfterFunc's run has
+// started, or an earlier Stop, or the connection's end (Close or
+// AsyncClose returned, the runtime or a failure closed it), after which
+// none of its timers runs again. For AfterFunc, then, true means that f
+// has not run and never will; false, that f has started (and may still be
+// running) or never will. It may be called anywhere; the timer leaves the
+// loop's heap at once in the connection's own callback, at the loop's next
+// iteration otherwise.
 func (t *LoopTimer) Stop() bool {
-	return t != nil && t.state.CompareAndSwap(0, 1)
+	if t == nil {
+		return false
+	}
+	c := t.c
+	for {
+		s := t.state.Load()
+		if s == timerStopped || c.timersEnded() {
+			return false
+		}
+		if t.state.CompareAndSwap(s, timerStopped) {
+			break
+		}
+	}
+	if c.std != nil {
+		c.stdDrop(t)
+		return true
+	}
+	if !c.blocking && c.hold() {
+		c.l.dropTimer(t)
+		c.unhold()
+		return true
+	}
+	l := c.l
+	l.post(request{kind: reqFunc, fn: func() { l.dropTimer(t) }})
+	return true
 }
 
-// AfterFunc runs f(c) once after d, as a callback of c (on its loop, or
-// its worker for a MayBlocker handler: never concurrently with its other
-// callbacks), so f may write to c directly. The timer is cancelled when the
-// connection begins closing. It may be called anywhere. Resolution: a loop
-// iteration (the loop's wait is bounded by the next deadline). With
-// BackendStd, f runs on a goroutine of its own.
+// AfterFunc runs f(c) once, d after the call, as a callback of c (on its
+// loop, or its worker for a MayBlocker handler: never concurrently with
+// its other callbacks), so f may write to c directly. The timer ends when
+// the connection begins closing: f does not start after a Close or
+// AsyncClose returned. It may be called anywhere: in c's own callback the
+// timer is set at once. Resolution: a loop iteration (the loop's wait is
+// bounded by the next due time); timers that come due together run a
+// bounded number per loop iteration, between the loop's I/O, so many of
+// them delay each other but not the loop's other connections. With
+// BackendStd, f runs on a goroutine of its own, concurrently with OnData.
 func (c *CallbackConn) AfterFunc(d time.Duration, f func(c *CallbackConn)) *LoopTimer {
 	t := &LoopTimer{c: c, f: f}
-	c.schedule(t, d)
+	c.startTimer(t, d)
 	return t
 }
 
 // Every runs f(c) every d (d > 0; at least 1 ms) as a callback of c, as
-// AfterFunc does, until Stop or the connection begins closing. A run that
-// comes late does not make the next come early: runs that fall behind are
-// skipped, not bunched.
+// AfterFunc does, until Stop or the connection begins closing. Runs are
+// due at the call plus d, 2d, 3d... while they keep up. Runs never bunch:
+// one run at a time (the next is not due until the last ended), and a run
+// that started d/2 or more late, or lasted past the next due time,
+// restarts the schedule: the next is due d after it ended; the runs missed
+// meanwhile are skipped. So two runs start at least d/2 apart, and a late
+// or long run is followed by a full d.
 func (c *CallbackConn) Every(d time.Duration, f func(c *CallbackConn)) *LoopTimer {
 	d = max(d, time.Millisecond)
 	t := &LoopTimer{c: c, f: f, period: int64(d)}
-	c.schedule(t, d)
+	c.startTimer(t, d)
 	return t
+}
+
+// nextDue is when a periodic timer's next run is due, after the run due
+// at slot that started at start and ended at end (the rule of Every).
+func nextDue(slot, start, end, period int64) int64 {
+	next := slot + period
+	if next < max(start+period/2, end) {
+		next = end + period
+	}
+	return next
 }
 
 // SetReadTimeout closes the connection when it received nothing for d
@@ -117,68 +188,14 @@ func (c *CallbackConn) SetWriteTimeout(d time.Duration) error {
 
 // connTimers is a connection's timer state (loop-owned).
 type connTimers struct {
-	list      []*LoopTimer // its timers, to end them at close
-	lastRead  int64        // monoNow of the last recv (or of SetReadTimeout)
-	lastWrite int64        // monoNow of the last send submitted or progressing
-	readTO    int64        // ns; 0: off
+	head      *LoopTimer // its timers, in the heap or running, to end them at close
+	lastRead  int64      // monoNow of the last recv (or of SetReadTimeout)
+	lastWrite int64      // monoNow of the last send submitted or progressing
+	readTO    int64      // ns; 0: off
 	writeTO   int64
 	rdT, wrT  *LoopTimer // the deadlines' checks
 	clT       *LoopTimer // the close timeout (Config.CloseTimeout), while a close sends
 	sentQ     int        // the kernel's send queue at the write check's last look (callback_bounds.go)
-}
-
-// loopTimers is a loop's timer heap (loop-owned).
-type loopTimers []*LoopTimer
-
-func (h loopTimers) Len() int           { return len(h) }
-func (h loopTimers) Less(i, j int) bool { return h[i].when < h[j].when }
-func (h loopTimers) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *loopTimers) Push(x any) {
-	t := x.(*LoopTimer)
-	t.index = len(*h)
-	*h = append(*h, t)
-}
-func (h *loopTimers) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return t
-}
-
-// schedule adds t to c's loop after d (any goroutine).
-func (c *CallbackConn) schedule(t *LoopTimer, d time.Duration) {
-	if c.std != nil {
-		c.stdTimer(t, d)
-		return
-	}
-	c.l.post(request{kind: reqFunc, fn: func() { c.l.addTimer(t, int64(d)) }})
-}
-
-// addTimer puts t in the heap, due in d ns (loop only).
-func (l *loop) addTimer(t *LoopTimer, d int64) {
-	c := t.c
-	if c.finalized || t.state.Load() != 0 || c.closing && !c.keepsTimer(t) {
-		t.state.Store(1)
-		return
-	}
-	tm := c.timers()
-	if len(tm.list) >= 8 && len(tm.list) == cap(tm.list) {
-		live := tm.list[:0]
-		for _, x := range tm.list {
-			if x.state.Load() == 0 {
-				live = append(live, x)
-			}
-		}
-		clear(tm.list[len(live):])
-		tm.list = live
-	}
-	tm.list = append(tm.list, t)
-	t.when = monoNow() + max(d, 0)
-	heap.Push(&l.timers, t)
 }
 
 func (c *CallbackConn) timers() *connTimers {
@@ -188,35 +205,206 @@ func (c *CallbackConn) timers() *connTimers {
 	return c.tm
 }
 
-// runTimers runs the expired timers (loop only; once per iteration).
+// link adds t to the list.
+func (tm *connTimers) link(t *LoopTimer) {
+	t.prev, t.next = nil, tm.head
+	if tm.head != nil {
+		tm.head.prev = t
+	}
+	tm.head = t
+	t.listed = true
+}
+
+// unlink takes t out of the list (if in it).
+func (tm *connTimers) unlink(t *LoopTimer) {
+	if !t.listed {
+		return
+	}
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		tm.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	}
+	t.prev, t.next, t.listed = nil, nil, false
+}
+
+// timersEnded reports whether c's timers ended: it began closing (any
+// goroutine).
+func (c *CallbackConn) timersEnded() bool {
+	if c.std != nil {
+		return c.stdTm.ended.Load()
+	}
+	return c.wrClosed.Load()
+}
+
+// startTimer arms t, due d from now (any goroutine).
+func (c *CallbackConn) startTimer(t *LoopTimer, d time.Duration) {
+	when := monoNow() + int64(max(d, 0))
+	t.when = when
+	if c.std != nil {
+		c.stdStart(t, when)
+		return
+	}
+	if c.wrClosed.Load() {
+		t.state.Store(timerStopped)
+		return
+	}
+	if !c.blocking && c.hold() {
+		c.l.armTimer(t)
+		c.unhold()
+		return
+	}
+	l := c.l
+	l.post(request{kind: reqFunc, fn: func() { l.armTimer(t) }})
+}
+
+// armTimer puts t, due at t.when, in the heap and c's list (the loop, or
+// the holder of c's state).
+func (l *loop) armTimer(t *LoopTimer) {
+	c := t.c
+	if t.state.Load() != timerArmed || c.finalized || c.closing && !c.keepsTimer(t) || t.check == nil && c.wrClosed.Load() {
+		t.state.Store(timerStopped)
+		return
+	}
+	c.timers().link(t)
+	l.timers.push(t)
+}
+
+// addTimer arms t due in d ns (loop only).
+func (l *loop) addTimer(t *LoopTimer, d int64) {
+	t.when = monoNow() + max(d, 0)
+	l.armTimer(t)
+}
+
+// dropTimer takes t out of the heap and its connection's list (loop, or
+// the holder of c's state). Its state is left as it is.
+func (l *loop) dropTimer(t *LoopTimer) {
+	if t.hidx > 0 {
+		l.timers.remove(t)
+	}
+	if t.c.tm != nil {
+		t.c.tm.unlink(t)
+	}
+}
+
+// cancelTimer stops t and drops it (loop only).
+func (l *loop) cancelTimer(t *LoopTimer) {
+	t.state.Store(timerStopped)
+	l.dropTimer(t)
+}
+
+// Expiry per loop iteration: at most timerBatch timers, and no new one
+// once timerSlice has passed (looked at every 32), so that timers due
+// together leave the loop's I/O its turn.
+const (
+	timerBatch = 1024
+	timerSlice = int64(300 * time.Microsecond)
+)
+
+// runTimers runs the expired timers, a bounded amount of them (loop only;
+// once per iteration).
 func (l *loop) runTimers() {
 	if len(l.timers) == 0 {
 		return
 	}
 	now := monoNow()
-	for len(l.timers) > 0 && l.timers[0].when <= now {
-		t := l.timers[0]
-		c := t.c
-		if t.state.Load() != 0 || c.finalized || c.closing && !c.keepsTimer(t) {
-			heap.Pop(&l.timers)
-			t.state.Store(1)
-			continue
+	for n := 1; len(l.timers) > 0 && l.timers[0].when <= now; n++ {
+		if n > timerBatch || n%32 == 0 && monoNow()-now > timerSlice {
+			return
 		}
-		if t.period > 0 {
-			t.when = max(t.when+t.period, now+1)
-			heap.Fix(&l.timers, 0)
-		} else {
-			heap.Pop(&l.timers)
-			if !t.state.CompareAndSwap(0, 1) {
-				continue
-			}
-		}
-		if t.check != nil {
-			t.check(c, now)
-		} else {
-			c.callback(t.f)
-		}
+		t := l.timers.pop()
+		l.fire(t, now)
 	}
+	l.timers.shrink()
+}
+
+// fire runs t, taken out of the heap because it is due (loop only).
+func (l *loop) fire(t *LoopTimer, now int64) {
+	c := t.c
+	if t.check != nil { // a deadline's check (loop-owned)
+		if t.state.Load() != timerArmed || c.finalized || c.closing && !c.keepsTimer(t) {
+			l.cancelTimer(t)
+			return
+		}
+		if t.period == 0 {
+			l.cancelTimer(t) // once
+		} else {
+			t.when = nextDue(t.when, now, now, t.period)
+			l.timers.push(t)
+		}
+		t.check(c, now)
+		return
+	}
+	if t.state.Load() != timerArmed || c.closing || c.wrClosed.Load() {
+		l.cancelTimer(t)
+		return
+	}
+	if c.blocking {
+		// On c's worker, behind its other callbacks: the run checks there
+		// that the timer was not stopped nor the connection closed
+		// meanwhile. A periodic timer is not due again before that run
+		// ends (runOnWorker posts it back).
+		if t.period == 0 {
+			c.tm.unlink(t)
+		}
+		slot := t.when
+		l.rt.pool.GoKey(uint64(c.fd.fd), func() { t.runOnWorker(slot) })
+		return
+	}
+	if t.period == 0 {
+		c.tm.unlink(t)
+		if t.state.CompareAndSwap(timerArmed, timerStopped) {
+			c.runCB(t.f)
+		}
+		return
+	}
+	if !t.state.CompareAndSwap(timerArmed, timerRunning) {
+		l.dropTimer(t)
+		return
+	}
+	slot := t.when
+	c.runCB(t.f)
+	if t.state.CompareAndSwap(timerRunning, timerArmed) {
+		l.reschedule(t, slot, now, monoNow())
+	}
+}
+
+// runOnWorker is a run of t on its connection's worker (MayBlocker).
+func (t *LoopTimer) runOnWorker(slot int64) {
+	c := t.c
+	if c.wrClosed.Load() {
+		return // Close returned, or the connection ended: none of its timers runs
+	}
+	if t.period == 0 {
+		if t.state.CompareAndSwap(timerArmed, timerStopped) {
+			c.runCB(t.f)
+		}
+		return
+	}
+	if !t.state.CompareAndSwap(timerArmed, timerRunning) {
+		return // stopped: Stop or the close took it out of the list
+	}
+	start := monoNow()
+	c.runCB(t.f)
+	end := monoNow()
+	if t.state.CompareAndSwap(timerRunning, timerArmed) {
+		l := c.l
+		l.post(request{kind: reqFunc, fn: func() { l.reschedule(t, slot, start, end) }})
+	}
+}
+
+// reschedule puts a periodic timer whose run due at slot went from start
+// to end back in the heap (loop only).
+func (l *loop) reschedule(t *LoopTimer, slot, start, end int64) {
+	c := t.c
+	if t.state.Load() != timerArmed || !t.listed || c.closing || c.finalized {
+		return
+	}
+	t.when = nextDue(slot, start, end, t.period)
+	l.timers.push(t)
 }
 
 // timerWait bounds the loop's wait by the next timer: it returns the
@@ -232,18 +420,20 @@ func (l *loop) timerWait(timeout time.Duration) (time.Duration, bool) {
 	return min(timeout, d), true
 }
 
-// endTimers stops c's timers (loop only; c is closing), but the write
-// timeout's check of a close that still sends its queued output.
+// endTimers stops c's timers and takes them out of the heap (loop only; c
+// is closing, or finalized), but the write timeout's check of a close
+// that still sends its queued output.
 func (c *CallbackConn) endTimers() {
 	if c.tm == nil {
 		return
 	}
-	for _, t := range c.tm.list {
+	for t := c.tm.head; t != nil; {
+		next := t.next
 		if !c.keepsTimer(t) {
-			t.state.Store(1)
+			c.l.cancelTimer(t)
 		}
+		t = next
 	}
-	c.tm.list = nil
 }
 
 // keepsTimer reports whether t runs on while c is closing: the write
@@ -258,4 +448,192 @@ func (c *CallbackConn) keepsTimer(t *LoopTimer) bool {
 // or the peer's EOF, not a failure (loop only).
 func (c *CallbackConn) sendsAtClose() bool {
 	return !c.finalized && (c.closeErr == nil || c.closeErr == io.EOF)
+}
+
+// timerEntry is a timer in the loop's heap, its due time kept beside it
+// so that ordering reads no timer.
+type timerEntry struct {
+	when int64
+	t    *LoopTimer
+}
+
+// loopTimers is a loop's timer heap: a 4-ary min-heap on when (loop-owned).
+type loopTimers []timerEntry
+
+func (h *loopTimers) push(t *LoopTimer) {
+	*h = append(*h, timerEntry{t.when, t})
+	h.up(len(*h) - 1)
+}
+
+// pop takes out the earliest timer.
+func (h *loopTimers) pop() *LoopTimer {
+	t := (*h)[0].t
+	h.removeAt(0)
+	return t
+}
+
+// remove takes t out (t.hidx > 0).
+func (h *loopTimers) remove(t *LoopTimer) { h.removeAt(int(t.hidx) - 1) }
+
+func (h *loopTimers) removeAt(i int) {
+	s := *h
+	s[i].t.hidx = 0
+	last := len(s) - 1
+	if i != last {
+		s[i] = s[last]
+	}
+	s[last] = timerEntry{}
+	s = s[:last]
+	*h = s
+	if i < last {
+		if i > 0 && s[i].when < s[(i-1)/4].when {
+			h.up(i)
+		} else {
+			h.down(i)
+		}
+	}
+}
+
+func (h loopTimers) up(i int) {
+	e := h[i]
+	for i > 0 {
+		p := (i - 1) / 4
+		if h[p].when <= e.when {
+			break
+		}
+		h[i] = h[p]
+		h[i].t.hidx = int32(i + 1)
+		i = p
+	}
+	h[i] = e
+	e.t.hidx = int32(i + 1)
+}
+
+func (h loopTimers) down(i int) {
+	n := len(h)
+	e := h[i]
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m, w := c, h[c].when
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if h[j].when < w {
+				m, w = j, h[j].when
+			}
+		}
+		if w >= e.when {
+			break
+		}
+		h[i] = h[m]
+		h[i].t.hidx = int32(i + 1)
+		i = m
+	}
+	h[i] = e
+	e.t.hidx = int32(i + 1)
+}
+
+// shrink gives back the memory of a heap that emptied (after a burst of
+// timers), keeping room for a few.
+func (h *loopTimers) shrink() {
+	if c := cap(*h); c > 256 && len(*h) < c/8 {
+		*h = append(make(loopTimers, 0, c/4), *h...)
+	}
+}
+
+// stdTimers are a BackendStd connection's timers: each run is a
+// time.AfterFunc of its own.
+type stdTimers struct {
+	mu    sync.Mutex
+	head  *LoopTimer // pending (the list of connTimers, under mu)
+	ended atomic.Bool
+}
+
+// stdStart arms t, due at when, for a BackendStd connection: f runs on a
+// goroutine of its own (concurrently with the reader's OnData: synchronize
+// what both touch); closeStd ends it.
+func (c *CallbackConn) stdStart(t *LoopTimer, when int64) {
+	s := &c.stdTm
+	s.mu.Lock()
+	if s.ended.Load() {
+		s.mu.Unlock()
+		t.state.Store(timerStopped)
+		return
+	}
+	l := connTimers{head: s.head}
+	l.link(t)
+	s.head = l.head
+	s.mu.Unlock()
+	c.stdSchedule(t, when)
+}
+
+// stdSchedule starts the time.Timer of t's run due at when.
+func (c *CallbackConn) stdSchedule(t *LoopTimer, when int64) {
+	tt := time.AfterFunc(time.Duration(when-monoNow()), func() { t.runStd(when) })
+	t.std.Store(tt)
+	if t.state.Load() == timerStopped {
+		tt.Stop() // a Stop that came meanwhile may have stopped the last one
+	}
+}
+
+// runStd is a run of a BackendStd connection's timer, due at slot.
+func (t *LoopTimer) runStd(slot int64) {
+	c := t.c
+	if c.stdTm.ended.Load() {
+		return
+	}
+	if t.period == 0 {
+		if t.state.CompareAndSwap(timerArmed, timerStopped) {
+			c.stdUnlink(t)
+			t.f(c)
+		}
+		return
+	}
+	if !t.state.CompareAndSwap(timerArmed, timerRunning) {
+		return
+	}
+	start := monoNow()
+	t.f(c)
+	end := monoNow()
+	if t.state.CompareAndSwap(timerRunning, timerArmed) {
+		c.stdSchedule(t, nextDue(slot, start, end, t.period))
+	}
+}
+
+// stdDrop stops the time.Timer of a stopped t and forgets it.
+func (c *CallbackConn) stdDrop(t *LoopTimer) {
+	if tt := t.std.Load(); tt != nil {
+		tt.Stop()
+	}
+	c.stdUnlink(t)
+}
+
+func (c *CallbackConn) stdUnlink(t *LoopTimer) {
+	s := &c.stdTm
+	s.mu.Lock()
+	l := connTimers{head: s.head}
+	l.unlink(t)
+	s.head = l.head
+	s.mu.Unlock()
+}
+
+// stdEndTimers stops a BackendStd connection's timers (at its close):
+// none runs after, and Go's timers forget them.
+func (c *CallbackConn) stdEndTimers() {
+	s := &c.stdTm
+	s.mu.Lock()
+	s.ended.Store(true)
+	l := connTimers{head: s.head}
+	for t := l.head; t != nil; {
+		next := t.next
+		t.state.Store(timerStopped)
+		if tt := t.std.Load(); tt != nil {
+			tt.Stop()
+		}
+		l.unlink(t)
+		t = next
+	}
+	s.head = nil
+	s.mu.Unlock()
 }
