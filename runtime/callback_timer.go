@@ -134,7 +134,7 @@ func (c *CallbackConn) AfterFunc(d time.Duration, f func(c *CallbackConn)) *Loop
 // AfterFunc does, until Stop or the connection begins closing. Runs are
 // due at the call plus d, 2d, 3d... while they keep up. Runs never bunch:
 // one run at a time (the next is not due until the last ended), and a run
-// that started d/2 or more late, or lasted past the next due time,
+// that started more than d/2 late, or lasted past the next due time,
 // restarts the schedule: the next is due d after it ended; the runs missed
 // meanwhile are skipped. So two runs start at least d/2 apart, and a late
 // or long run is followed by a full d.

@@ -2,8 +2,10 @@ package uringrt
 
 import (
 	"bufio"
+	"container/heap"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -144,8 +146,9 @@ func TestCallbackTimerWaitBounded(t *testing.T) {
 // nor are loaded by the server's runtime): echo connections ping-pong
 // while a trigger connection's message makes the server arm 100,000
 // timers. It returns the longest gap any echo connection saw between two
-// replies, from the trigger until every timer ran (fired counts them).
-func timerGapRun(t *testing.T, addr string, fired *atomic.Int64, timers int64) time.Duration {
+// replies, from the trigger until every timer ran (fired counts them),
+// and how long after the trigger the last one ran.
+func timerGapRun(t *testing.T, addr string, fired *atomic.Int64, timers int64) (gap, all time.Duration) {
 	t.Helper()
 	before := fired.Load()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTimerGapClient$")
@@ -161,21 +164,22 @@ func timerGapRun(t *testing.T, addr string, fired *atomic.Int64, timers int64) t
 	if line, _ := r.ReadString('\n'); strings.TrimSpace(line) != "triggered" {
 		t.Fatalf("client: %q", line)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	triggered := time.Now()
+	deadline := triggered.Add(30 * time.Second)
 	for fired.Load()-before < timers && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
+	all = time.Since(triggered)
 	time.Sleep(20 * time.Millisecond)
 	stdin.Close()
 	line, _ := r.ReadString('\n')
-	var gap time.Duration
 	if _, err := fmt.Sscanf(line, "gap %d", &gap); err != nil {
 		t.Fatalf("client: %q", line)
 	}
 	if got := fired.Load() - before; got < timers {
 		t.Fatalf("%d of %d timers ran", got, timers)
 	}
-	return gap
+	return gap, all
 }
 
 // TestTimerGapClient is the child process of timerGapRun (it runs only
@@ -292,19 +296,21 @@ func TestCallbackTimers100kEchoGap(t *testing.T) {
 	}()
 	gaddr := gln.Addr().String()
 
-	var ours, gos []time.Duration
+	var ours, gos, oursAll, gosAll []time.Duration
 	for range 3 {
 		runtime.GC()
-		gos = append(gos, timerGapRun(t, gaddr, &fired, timers))
+		gap, all := timerGapRun(t, gaddr, &fired, timers)
+		gos, gosAll = append(gos, gap), append(gosAll, all)
 		runtime.GC()
-		ours = append(ours, timerGapRun(t, uaddr, &fired, timers))
+		gap, all = timerGapRun(t, uaddr, &fired, timers)
+		ours, oursAll = append(ours, gap), append(oursAll, all)
 	}
 	med := func(s []time.Duration) time.Duration {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 		return s[len(s)/2]
 	}
 	o, g := med(ours), med(gos)
-	t.Logf("longest echo gap around 100k timers: uringrt %v (rounds %v), Go net %v (rounds %v)", o, ours, g, gos)
+	t.Logf("longest echo gap around 100k timers: uringrt %v (rounds %v), Go net %v (rounds %v); the last timer ran after: uringrt %v, Go %v", o, ours, g, gos, oursAll, gosAll)
 	// Go's gap is floored at 5 ms: a gap of a few ms is the machine's
 	// scheduling noise.
 	if o > 2*max(g, 5*time.Millisecond) {
@@ -618,4 +624,137 @@ func TestCallbackTimerStopAfterRuntimeClose(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLoopTimersHeap: the loop's timer heap against a sorted list, through
+// random pushes, removals from any place and pops; each timer knows its
+// place.
+func TestLoopTimersHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var h loopTimers
+	live := map[*LoopTimer]bool{}
+	check := func() {
+		for i, e := range h {
+			if int(e.t.hidx) != i+1 || e.when != e.t.when {
+				t.Fatalf("entry %d: hidx %d, when %d/%d", i, e.t.hidx, e.when, e.t.when)
+			}
+			if i > 0 && h[(i-1)/4].when > e.when {
+				t.Fatalf("entry %d before its parent", i)
+			}
+		}
+		if len(h) != len(live) {
+			t.Fatalf("heap %d, live %d", len(h), len(live))
+		}
+	}
+	for step := range 20000 {
+		switch r := rng.IntN(10); {
+		case r < 5 || len(live) == 0:
+			tm := &LoopTimer{when: rng.Int64N(1000)}
+			h.push(tm)
+			live[tm] = true
+		case r < 8:
+			for tm := range live { // any one
+				h.remove(tm)
+				if tm.hidx != 0 {
+					t.Fatal("removed timer keeps its place")
+				}
+				delete(live, tm)
+				break
+			}
+		default:
+			least := int64(1 << 62)
+			for tm := range live {
+				least = min(least, tm.when)
+			}
+			tm := h.pop()
+			if tm.when != least {
+				t.Fatalf("step %d: pop %d, want %d", step, tm.when, least)
+			}
+			delete(live, tm)
+		}
+		if step%97 == 0 {
+			check()
+		}
+	}
+	check()
+}
+
+// TestEveryNextDue: the schedule of Every (its doc).
+func TestEveryNextDue(t *testing.T) {
+	const d = 100
+	for _, c := range []struct{ slot, start, end, want int64 }{
+		{1000, 1000, 1010, 1100}, // on time: the schedule holds
+		{1000, 1040, 1045, 1100}, // a little late: still
+		{1000, 1050, 1055, 1100}, // d/2 late: still d/2 before the next
+		{1000, 1051, 1056, 1156}, // more than d/2 late: restarts from its end
+		{1000, 1300, 1301, 1401}, // runs missed: skipped
+		{1000, 1000, 1090, 1100}, // long, but ended before the next
+		{1000, 1000, 1250, 1350}, // longer than d: a full d after its end
+	} {
+		if got := nextDue(c.slot, c.start, c.end, d); got != c.want {
+			t.Errorf("nextDue(%d, %d, %d, %d) = %d, want %d", c.slot, c.start, c.end, d, got, c.want)
+		}
+	}
+}
+
+// BenchmarkTimerHeap: 100,000 timers armed with due times in call order
+// (as a burst of AfterFunc of one duration), a tenth stopped, the rest
+// expired: the loop's 4-ary heap with each timer's place, against a
+// binary heap through container/heap (the structure before).
+func BenchmarkTimerHeap(b *testing.B) {
+	const n = 100000
+	ts := make([]*LoopTimer, n)
+	for i := range ts {
+		ts[i] = &LoopTimer{when: int64(i)}
+	}
+	b.Run("4ary", func(b *testing.B) {
+		for b.Loop() {
+			var h loopTimers
+			for _, t := range ts {
+				h.push(t)
+			}
+			for i := 0; i < n; i += 10 {
+				h.remove(ts[i])
+			}
+			for len(h) > 0 {
+				h.pop()
+			}
+		}
+	})
+	b.Run("binary", func(b *testing.B) {
+		for b.Loop() {
+			var h binTimers
+			for _, t := range ts {
+				heap.Push(&h, t)
+			}
+			for i := 0; i < n; i += 10 {
+				heap.Remove(&h, int(ts[i].hidx))
+			}
+			for h.Len() > 0 {
+				heap.Pop(&h)
+			}
+		}
+	})
+}
+
+// binTimers is a binary heap of timers through container/heap.
+type binTimers []*LoopTimer
+
+func (h binTimers) Len() int           { return len(h) }
+func (h binTimers) Less(i, j int) bool { return h[i].when < h[j].when }
+func (h binTimers) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = int32(i), int32(j)
+}
+func (h *binTimers) Push(x any) {
+	t := x.(*LoopTimer)
+	t.hidx = int32(len(*h))
+	*h = append(*h, t)
+}
+func (h *binTimers) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return t
 }
