@@ -357,7 +357,7 @@ func (l *loop) fire(t *LoopTimer, now int64) {
 	if t.period == 0 {
 		c.tm.unlink(t)
 		if t.state.CompareAndSwap(timerArmed, timerStopped) {
-			c.runCB(t.f)
+			c.runTimerCB(t.f)
 		}
 		return
 	}
@@ -366,7 +366,7 @@ func (l *loop) fire(t *LoopTimer, now int64) {
 		return
 	}
 	slot := t.when
-	c.runCB(t.f)
+	c.runTimerCB(t.f)
 	if t.state.CompareAndSwap(timerRunning, timerArmed) {
 		l.reschedule(t, slot, now, monoNow())
 	}
@@ -380,7 +380,7 @@ func (t *LoopTimer) runOnWorker(slot int64) {
 	}
 	if t.period == 0 {
 		if t.state.CompareAndSwap(timerArmed, timerStopped) {
-			c.runCB(t.f)
+			c.runTimerCB(t.f)
 		}
 		return
 	}
@@ -388,12 +388,25 @@ func (t *LoopTimer) runOnWorker(slot int64) {
 		return // stopped: Stop or the close took it out of the list
 	}
 	start := monoNow()
-	c.runCB(t.f)
+	c.runTimerCB(t.f)
 	end := monoNow()
 	if t.state.CompareAndSwap(timerRunning, timerArmed) {
 		l := c.l
 		l.post(request{kind: reqFunc, fn: func() { l.reschedule(t, slot, start, end) }})
 	}
+}
+
+// runTimerCB runs a timer's f as a callback of c (the loop, or c's
+// worker), unless c began closing: the check comes after the callback
+// state is taken, so a run either started before a Close (or AsyncClose)
+// set wrClosed and returned, or does not run at all.
+func (c *CallbackConn) runTimerCB(f func(*CallbackConn)) {
+	c.enterCB()
+	defer c.exitCB()
+	if c.wrClosed.Load() {
+		return
+	}
+	f(c)
 }
 
 // reschedule puts a periodic timer whose run due at slot went from start
@@ -578,19 +591,23 @@ func (c *CallbackConn) stdSchedule(t *LoopTimer, when int64) {
 }
 
 // runStd is a run of a BackendStd connection's timer, due at slot.
+// The connection's end is looked at after the state changed, so that a
+// run either started before closeStd set ended (and Close returned) or
+// does not run.
 func (t *LoopTimer) runStd(slot int64) {
 	c := t.c
-	if c.stdTm.ended.Load() {
-		return
-	}
 	if t.period == 0 {
-		if t.state.CompareAndSwap(timerArmed, timerStopped) {
+		if t.state.CompareAndSwap(timerArmed, timerStopped) && !c.stdTm.ended.Load() {
 			c.stdUnlink(t)
 			t.f(c)
 		}
 		return
 	}
 	if !t.state.CompareAndSwap(timerArmed, timerRunning) {
+		return
+	}
+	if c.stdTm.ended.Load() {
+		t.state.Store(timerStopped)
 		return
 	}
 	start := monoNow()

@@ -113,9 +113,13 @@ func TestCallbackTimerExpiryBounded(t *testing.T) {
 }
 
 // TestCallbackTimerWaitBounded: an idle loop wakes for its next timer
-// (the idle wait is a second), whether the timer was armed in a callback
-// or posted from another goroutine.
+// (the idle wait made an hour: a wait not bounded by the timer hangs),
+// whether the timer was armed in a callback or posted from another
+// goroutine.
 func TestCallbackTimerWaitBounded(t *testing.T) {
+	old := loopIdleWait
+	loopIdleWait = time.Hour
+	t.Cleanup(func() { loopIdleWait = old })
 	for _, locked := range []bool{false, true} {
 		rt := newRT(t, Config{Loops: 1, LockedLoops: locked})
 		fired := make(chan time.Duration, 2)
@@ -131,11 +135,11 @@ func TestCallbackTimerWaitBounded(t *testing.T) {
 		for range 2 {
 			select {
 			case got := <-fired:
-				if got > 900*time.Millisecond {
+				if got > 5*time.Second {
 					t.Errorf("locked %v: a timer fired %v after it was armed: the loop slept past it", locked, got)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("locked %v: timer never fired", locked)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("locked %v: timer never fired: the loop slept past it", locked)
 			}
 		}
 	}
