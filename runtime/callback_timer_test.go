@@ -762,3 +762,30 @@ func (h *binTimers) Pop() any {
 	*h = old[:len(old)-1]
 	return t
 }
+
+// BenchmarkCallbackTimers100k: one OnData arms 100,000 AfterFunc(1ms) on
+// its loop; an op is the arming plus every run (ns/op / 100,000 is one
+// timer's life on the loop).
+func BenchmarkCallbackTimers100k(b *testing.B) {
+	const n = 100000
+	rt := newRT(b, Config{Loops: 1})
+	var ran atomic.Int64
+	done := make(chan struct{}, 1)
+	f := func(*CallbackConn) {
+		if ran.Add(1)%n == 0 {
+			done <- struct{}{}
+		}
+	}
+	addr := serveCB(b, rt, HandlerFuncs{
+		Data: func(c *CallbackConn, _ []byte) {
+			for range n {
+				c.AfterFunc(time.Millisecond, f)
+			}
+		},
+	}).Addr().String()
+	cl := dialStd(b, addr, 1)[0]
+	for b.Loop() {
+		cl.Write([]byte("x"))
+		<-done
+	}
+}
