@@ -406,9 +406,10 @@ func testClosedConnTimersReleased(t *testing.T, backend Backend) {
 	if held := live * stateSize; held >= 1<<20 {
 		t.Fatalf("%d connections closed with a pending timer hold %d of their states (%d KiB); want under 1 MiB", n, live, held>>10)
 	}
-	// What they hold besides: under 400 bytes a closed connection (the
-	// heap grows by 5.6 KiB a connection when its timers keep it).
-	if growth > int64(n)*400 {
+	// What they hold besides: under 1 KiB a closed connection (generous:
+	// other tests' runtimes may still be ending; the heap grows by 5.6 KiB
+	// a connection when its timers keep it).
+	if growth > int64(n)<<10 {
 		t.Fatalf("heap grew by %d KiB over %d closed connections: %d bytes each", growth>>10, n, growth/int64(n))
 	}
 }
