@@ -232,12 +232,24 @@ func (tm *connTimers) unlink(t *LoopTimer) {
 }
 
 // timersEnded reports whether c's timers ended: it began closing (any
-// goroutine).
+// goroutine). A BackendStd connection's ended at closeStd, or as soon as
+// its net.Conn was closed (the runtime's Close closes them and returns
+// before their readers call closeStd).
 func (c *CallbackConn) timersEnded() bool {
-	if c.std != nil {
-		return c.stdTm.ended.Load()
+	if c.std == nil {
+		return c.wrClosed.Load()
 	}
-	return c.wrClosed.Load()
+	if c.stdTm.ended.Load() {
+		return true
+	}
+	if sc, ok := c.std.(*stdConn); ok {
+		select {
+		case <-sc.done:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // startTimer arms t, due d from now (any goroutine).
@@ -569,7 +581,7 @@ type stdTimers struct {
 func (c *CallbackConn) stdStart(t *LoopTimer, when int64) {
 	s := &c.stdTm
 	s.mu.Lock()
-	if s.ended.Load() {
+	if c.timersEnded() {
 		s.mu.Unlock()
 		t.state.Store(timerStopped)
 		return
@@ -597,7 +609,7 @@ func (c *CallbackConn) stdSchedule(t *LoopTimer, when int64) {
 func (t *LoopTimer) runStd(slot int64) {
 	c := t.c
 	if t.period == 0 {
-		if t.state.CompareAndSwap(timerArmed, timerStopped) && !c.stdTm.ended.Load() {
+		if t.state.CompareAndSwap(timerArmed, timerStopped) && !c.timersEnded() {
 			c.stdUnlink(t)
 			t.f(c)
 		}
@@ -606,7 +618,7 @@ func (t *LoopTimer) runStd(slot int64) {
 	if !t.state.CompareAndSwap(timerArmed, timerRunning) {
 		return
 	}
-	if c.stdTm.ended.Load() {
+	if c.timersEnded() {
 		t.state.Store(timerStopped)
 		return
 	}
