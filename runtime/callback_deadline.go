@@ -65,11 +65,15 @@ func (c *CallbackConn) checkRead(now int64) {
 // write timeout; a close already under way (Close) then drops the output
 // it was sending. Without a send completing for a check period, it asks
 // the kernel whether the peer took bytes meanwhile (peerTook): a large
-// send stays in flight while a slow peer reads.
+// send stays in flight while a slow peer reads. Only a send in flight can
+// stall: output queued and not yet sent (the flush after this callback
+// batch sends it) starts the wait now, not at the last check, which ran
+// before the output came and may be long ago when the loop was held up
+// (a long callback, the process descheduled).
 func (c *CallbackConn) checkWrite(now int64) {
 	tm := c.tm
-	if c.outq.n == 0 && c.posted.Load() == 0 {
-		tm.lastWrite = now // nothing to send: nothing stalls
+	if !c.sendOp.armed {
+		tm.lastWrite = now // nothing sent, nothing waits on the peer
 		return
 	}
 	if now-tm.lastWrite >= tm.wrT.period && c.peerTook() {

@@ -32,9 +32,11 @@ type idleSweep struct {
 	once sync.Once
 }
 
-// loopIdle is a loop's idle counter (read at scrape time).
+// loopIdle is a loop's idle counter (read at scrape time) and its sweep
+// request.
 type loopIdle struct {
 	closed atomic.Uint64
+	due    bool // loop-owned: the sweeper asked for a sweep (sweepAfterReap)
 }
 
 // fdIdle is a net.Conn's progress flag; the sweep's own record is
@@ -68,7 +70,7 @@ func (rt *Runtime) startIdleSweep() {
 			case <-t.C:
 			}
 			for _, l := range rt.loops {
-				l.post(request{kind: reqFunc, fn: l.sweepIdle})
+				l.post(request{kind: reqFunc, fn: l.askSweep})
 			}
 			rt.sweepIdleConns()
 		}
@@ -82,6 +84,28 @@ func (rt *Runtime) stopIdleSweep() {
 	}
 	rt.idle.once.Do(func() { close(rt.idle.stop) })
 	<-rt.idle.done
+}
+
+// askSweep takes the sweeper's request (loop only). The sweep itself waits
+// for the loop's next reap (sweepAfterReap): a request runs before the
+// completions of its batch are reaped, and a loop held up for IdleTimeout
+// (a long callback, the process descheduled) would otherwise judge its
+// connections before seeing what their peers sent meanwhile, closing a
+// connection whose data waits in the ring.
+func (l *loop) askSweep() { l.idle.due = true }
+
+// sweepAfterReap runs the sweep asked for, after the loop's reap: it reaps
+// once more first (an empty completion queue makes the reap enter the
+// kernel, which runs the ring's deferred completions), so that progress up
+// to the sweep counts. It returns the completions it reaped (loop only).
+func (l *loop) sweepAfterReap() int {
+	if !l.idle.due {
+		return 0
+	}
+	l.idle.due = false
+	n := l.reap()
+	l.sweepIdle()
+	return n
 }
 
 // sweepIdle closes the loop's callback connections without progress for

@@ -104,7 +104,7 @@ func (l *loop) run() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.idle.due && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -152,6 +152,7 @@ func (l *loop) run() {
 			l.drainQueue()
 		}
 		n := l.reap()
+		n += l.sweepAfterReap() // idle.go
 		// A wait that kept the P and found nothing: the loop is idle, so
 		// the next wait gives the P back to Go's scheduler.
 		l.holdPMissed = holdP && n == 0
