@@ -855,47 +855,83 @@ func TestAttackBlockingHandlerInputBounded(t *testing.T) {
 // TestAttackTimeoutsCloseStalledStreams: peers that stream, then stop
 // reading and writing, are closed by IdleTimeout or a write timeout with
 // lent stream buffers in their queues and sends stuck in flight: every
-// buffer comes back.
+// buffer comes back, and no connection is closed sooner than its timeout
+// after its last progress.
+//
+// The peers run in this process, so when it is descheduled (under -race
+// on a loaded machine, for half a second at times) they stall with the
+// runtime, and a short timeout would rightly close them in the middle of
+// the echo. So the echo runs under no short timeout: the write timeout
+// (200 ms) is set once the echo is done, and IdleTimeout, a Config that
+// holds from the start, is 2 s.
 func TestAttackTimeoutsCloseStalledStreams(t *testing.T) {
 	for _, how := range []string{"idle", "write-timeout"} {
 		t.Run(how, func(t *testing.T) {
+			const conns = 8
 			cfg := Config{Loops: 1}
-			var h Handler = EchoHandler{}
+			timeout, wantErr := 200*time.Millisecond, ErrWriteTimeout
 			if how == "idle" {
-				cfg.IdleTimeout = 200 * time.Millisecond
-			} else {
-				h = HandlerFuncs{
-					Open: func(c *CallbackConn) { c.SetWriteTimeout(200 * time.Millisecond) },
-					Data: EchoHandler{}.OnData,
-				}
+				timeout, wantErr = 2*time.Second, ErrIdleTimeout
+				cfg.IdleTimeout = timeout
 			}
 			rt := newRT(t, cfg)
 			needBufRing(t, rt)
-			var closed atomic.Int32
+			opened := make(chan *CallbackConn, conns)
+			var mu sync.Mutex
+			var closes []error
+			var closedAt []time.Time
 			ln := serveCB(t, rt, HandlerFuncs{
-				Open:  h.OnOpen,
-				Data:  h.OnData,
-				Close: func(c *CallbackConn, err error) { closed.Add(1) },
+				Open: func(c *CallbackConn) { opened <- c },
+				Data: EchoHandler{}.OnData,
+				Close: func(c *CallbackConn, err error) {
+					mu.Lock()
+					closes, closedAt = append(closes, err), append(closedAt, time.Now())
+					mu.Unlock()
+				},
 			})
-			const conns = 8
 			cs := dialStd(t, ln.Addr().String(), conns)
-			inParallel(t, conns, func(i int) error {
-				// A whole echo (stream mode), then a burst not read.
-				if err := echoPattern(cs[i], 1<<20, byte(i), 64<<10); err != nil {
-					return err
+			// A whole echo (stream mode).
+			inParallel(t, conns, func(i int) error { return echoPattern(cs[i], 1<<20, byte(i), 64<<10) })
+			// Every connection has made progress since now: its
+			// first burst bytes below are read, nothing being queued.
+			armed := time.Now()
+			if how == "write-timeout" {
+				for range conns {
+					(<-opened).SetWriteTimeout(timeout)
 				}
+			}
+			// A burst not read: the server's queue fills with lent
+			// buffers, its sends stall, then its reads pause, and the
+			// peer's writes block until the timeout resets the
+			// connection (a deadline on them instead could end the
+			// burst early on a slow machine, the server's output all
+			// in the kernel's buffers: not stalled, never closed).
+			inParallel(t, conns, func(i int) error {
 				buf := pattern(64<<10, byte(i))
-				for range 256 {
-					cs[i].SetWriteDeadline(time.Now().Add(time.Second))
+				cs[i].SetWriteDeadline(time.Now().Add(30 * time.Second))
+				for range 1024 {
 					if _, err := cs[i].Write(buf); err != nil {
-						break
+						if errors.Is(err, os.ErrDeadlineExceeded) {
+							return fmt.Errorf("the peer's writes blocked 30 s: the server did not close its stalled connection")
+						}
+						return nil // the reset
 					}
 				}
-				return nil
+				return fmt.Errorf("64 MiB sent and the server's queue never stalled")
 			})
 			checkCBIdle(t, rt) // (the peers stay open: the timeouts close them)
-			if n := closed.Load(); n != conns {
-				t.Fatalf("%d of %d conns closed", n, conns)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(closes) != conns {
+				t.Fatalf("%d of %d conns closed", len(closes), conns)
+			}
+			for i, err := range closes {
+				if err != wantErr {
+					t.Errorf("conn closed with %v, want %v", err, wantErr)
+				}
+				if d := closedAt[i].Sub(armed); d < timeout {
+					t.Errorf("conn closed %v after its last progress, before its timeout (%v)", d, timeout)
+				}
 			}
 		})
 	}
