@@ -1,9 +1,6 @@
 package uringrt
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // The per-connection deadlines of the callback API (SetReadTimeout,
 // SetWriteTimeout): a periodic check on the connection's loop every
@@ -13,7 +10,7 @@ import (
 // setDeadline sets the read (write false) or write timeout (any goroutine).
 func (c *CallbackConn) setDeadline(d time.Duration, write bool) error {
 	if c.std != nil {
-		return errors.ErrUnsupported
+		return c.stdSetTimeout(d, write) // std_deadline.go
 	}
 	c.l.post(request{kind: reqFunc, fn: func() { c.l.setDeadline(c, int64(max(d, 0)), write) }})
 	return nil

@@ -163,7 +163,8 @@ func nextDue(slot, start, end, period int64) int64 {
 // d <= 0 turns it off. It may
 // be called anywhere; the timeout counts from the call. The check runs
 // every d/4, so the close comes between d and 1.25 x d after the last
-// byte received. BackendStd: it returns errors.ErrUnsupported.
+// byte received. BackendStd: a read deadline on the net.Conn closes it d
+// after the last byte received, reset the same way.
 func (c *CallbackConn) SetReadTimeout(d time.Duration) error {
 	return c.setDeadline(d, false)
 }
@@ -181,7 +182,9 @@ func (c *CallbackConn) SetReadTimeout(d time.Duration) error {
 // for d is cut off the same way. d <= 0 turns it off. It may be called
 // anywhere. The close comes between d and 1.25 x d after the last
 // progress.
-// BackendStd: it returns errors.ErrUnsupported.
+// BackendStd: a Write blocked with no progress for d (checked every d/4,
+// the close coming within 1.5 x d) returns net.ErrClosed, and the
+// connection is reset the same way.
 func (c *CallbackConn) SetWriteTimeout(d time.Duration) error {
 	return c.setDeadline(d, true)
 }

@@ -35,9 +35,7 @@ var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 // net.Conn (blocking until written).
 func (c *CallbackConn) Write(p []byte) (int, error) {
 	if c.std != nil {
-		c.stdMu.Lock()
-		defer c.stdMu.Unlock()
-		return c.std.Write(p)
+		return c.stdWrite(p)
 	}
 	if !c.blocking && c.hold() {
 		n, err := c.writeHeld(p, false)

@@ -48,7 +48,11 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		}
 	}
 	for _, c := range stds {
-		c.SetReadDeadline(now)
+		if sc, ok := c.(*stdConn); ok {
+			sc.drain(now) // and callback timeouts set no later deadline
+		} else {
+			c.SetReadDeadline(now)
+		}
 	}
 	var err error
 	if wait != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -53,6 +54,7 @@ type stdConn struct {
 	rt   *Runtime
 	once sync.Once
 	done chan struct{} // closed by Close
+	to   stdTimeouts   // a callback connection's read and write timeouts (std_deadline.go)
 }
 
 func (rt *Runtime) trackStd(c net.Conn) net.Conn {
@@ -62,7 +64,7 @@ func (rt *Runtime) trackStd(c net.Conn) net.Conn {
 	late := rt.draining
 	rt.mu.Unlock()
 	if late {
-		sc.SetReadDeadline(time.Now()) // as Shutdown did to the others
+		sc.drain(time.Now()) // as Shutdown did to the others
 	}
 	return sc
 }
@@ -144,6 +146,7 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 // handler until the connection ends.
 func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	c, h := cc.std, cc.h
+	sc, _ := c.(*stdConn)
 	cc.stdClosed = make(chan struct{})
 	cc.stdMaxIn = rt.cfg.MaxWriteBuffer
 	var closeErr error
@@ -153,6 +156,9 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 			closeErr = errHandlerPanic
 		}
 		cc.closeStd()
+		if err := cc.stdTimedOut(); err != nil {
+			closeErr = err
+		}
 		if cc.stdErr != nil {
 			closeErr = cc.stdErr
 		}
@@ -163,9 +169,23 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
+			if sc != nil {
+				sc.noteRead()
+			}
 			cc.stdOnData(buf[:n])
 		}
 		if err != nil {
+			if sc != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				// A timeout's deadline (read on, or close), or Shutdown's.
+				end, terr := sc.readExpired()
+				if !end {
+					continue
+				}
+				if terr != nil {
+					cc.stdTimeout(sc, terr)
+					return
+				}
+			}
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) {
 				closeErr = err
 			} else if err == io.EOF {
