@@ -217,8 +217,10 @@ func (rt *Runtime) countAcceptError(errno syscall.Errno) {
 // Serve runs the callback API on ln, a listener from this runtime's Listen:
 // it accepts with a multishot accept on ln's loop and serves each
 // connection with h (see Handler). It blocks until ln is closed or the
-// runtime shuts down, then returns nil. With BackendStd it serves with a
-// goroutine per connection. ln from elsewhere is an error.
+// runtime shuts down, then returns nil once ln's listening socket is
+// closed, so that a server restarted at once can listen on the same port.
+// With BackendStd it serves with a goroutine per connection. ln from
+// elsewhere is an error.
 func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 	switch l := ln.(type) {
 	case *listener:
@@ -228,6 +230,7 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		l.serveMu.Lock()
 		if l.closed {
 			l.serveMu.Unlock()
+			<-l.fd.closed // the socket's close(2): Close's
 			return nil
 		}
 		if l.h != nil {
@@ -240,6 +243,10 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		l.serveMu.Unlock()
 		l.fd.l.post(request{kind: reqServe, ln: l})
 		<-served
+		// The loop stopped accepting (Close, or the runtime's Close,
+		// which closes every listener first); wait for the socket's
+		// close(2), which Close makes once the accept's cancel is in.
+		<-l.fd.closed
 		return nil
 	case *stdListener:
 		return rt.serveStd(l, h)

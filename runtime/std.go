@@ -17,6 +17,20 @@ type stdListener struct {
 	net.Listener
 	rt     *Runtime
 	served sync.WaitGroup
+
+	closeMu   sync.Mutex
+	closeDone chan struct{} // closed once Close closed the socket (made lazily: closedCh)
+	closeOnce sync.Once
+}
+
+// closedCh is closed once Close has closed the listening socket.
+func (l *stdListener) closedCh() chan struct{} {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closeDone == nil {
+		l.closeDone = make(chan struct{})
+	}
+	return l.closeDone
 }
 
 // Accept accepts through Go's net and applies Config.MaxConns.
@@ -34,12 +48,15 @@ func (l *stdListener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close closes Go's listener and forgets it.
+// Close closes Go's listener and forgets it. Go's Close returns once
+// the socket is closed; so does Serve (closedCh).
 func (l *stdListener) Close() error {
 	l.rt.mu.Lock()
 	delete(l.rt.listeners, l)
 	l.rt.mu.Unlock()
-	return l.Listener.Close()
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.closedCh()) })
+	return err
 }
 
 func (rt *Runtime) stdCount() int {
@@ -104,14 +121,17 @@ func (c *stdConn) CloseRead() error {
 
 // serveStd runs the callback API over Go's net: a goroutine per connection
 // reads into a buffer and calls h; Write writes through.
-// Like the io_uring Serve, it returns once ln is closed; the connections
-// already accepted go on being served.
+// Like the io_uring Serve, it returns once ln's socket is closed (so its
+// port is free); the connections already accepted go on being served.
 func (rt *Runtime) serveStd(ln *stdListener, h Handler) error {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				// Accept may see the close before Close has closed the
+				// socket.
+				<-ln.closedCh()
 				return nil
 			}
 			var ne net.Error
