@@ -39,6 +39,15 @@ const (
 	// metricsMaxHeaderBytes caps request headers (1 MiB by default in
 	// net/http).
 	metricsMaxHeaderBytes = 8 << 10
+	// metricsDeferAccept is the metrics listener's TCP_DEFER_ACCEPT, in
+	// seconds: the kernel hands a connection to accept(2) once its first
+	// bytes came, or, silent, after about this long (one SYN-ACK
+	// retransmission). A probe or a scrape, which sends its request as
+	// it connects, comes in at once with its request; a flood of
+	// connections that send nothing, even one that reconnects as soon
+	// as it is evicted, reaches the listener (and its cap) at most once
+	// a second per client.
+	metricsDeferAccept = 1
 )
 
 // health is what /healthz and /readyz report: the process runs (always
@@ -95,6 +104,7 @@ func newMetricsServer(ln net.Listener, gatherer prometheus.Gatherer, h *health, 
 			w.Write([]byte("ready\n"))
 		}
 	})
+	deferAccept(ln, metricsDeferAccept)
 	el := newEvictingListener(ln, mc.maxConns)
 	return &metricsServer{
 		ln: el,
