@@ -32,6 +32,7 @@ const (
 	cmdDbsize
 	cmdFlush
 	cmdClient
+	cmdCrossProtocol // POST and Host: (server.go's crossProtocol)
 )
 
 // lookup returns the command named name (any case) without allocating.
@@ -94,6 +95,8 @@ func lookup(name []byte) int {
 		return cmdFlush
 	case "client":
 		return cmdClient
+	case "post", "host:":
+		return cmdCrossProtocol
 	}
 	return cmdUnknown
 }
@@ -105,7 +108,7 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 	cmd := lookup(args[0])
 	if len(cl.chans) > 0 {
 		switch cmd {
-		case cmdSubscribe, cmdUnsubscribe, cmdPing, cmdQuit, cmdUnknown:
+		case cmdSubscribe, cmdUnsubscribe, cmdPing, cmdQuit, cmdUnknown, cmdCrossProtocol:
 		default:
 			return proto.AppendError(out, "ERR Can't execute '"+strings.ToLower(string(args[0]))+
 				"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
@@ -114,6 +117,9 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 	switch cmd {
 	case cmdGet:
 		if len(args) != 2 {
+			if s.crossProtocol(cl, args) {
+				return out
+			}
 			return arity(out, args)
 		}
 		sh := s.st.lock(args[1])
@@ -156,13 +162,18 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 			return arity(out, args)
 		}
 		out = proto.AppendArray(out, len(args)-1)
-		for _, k := range args[1:] {
-			// A reply of many big values is written as it grows (the
-			// output cap applies to it; a dropped client's is cut short).
+		for i, k := range args[1:] {
+			// A reply of many big values is written as it grows, and
+			// made only as fast as the client takes it: past paceHigh
+			// the rest waits, its values held as they are now.
 			if len(out) >= flushAt {
 				if out = s.flush(cl, out); cl.closing {
 					return out
 				}
+			}
+			if s.over(cl, out) {
+				s.lendRest(cl, args[1+i:])
+				return out
 			}
 			sh := s.st.lock(k)
 			if e := sh.get(k, nowNano); e != nil {
@@ -225,12 +236,18 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 	case cmdFlush:
 		s.st.flush()
 		return proto.AppendSimple(out, "OK")
+	case cmdCrossProtocol:
+		s.crossProtocol(cl, args)
+		return out
 	case cmdClient:
 		// Client libraries name themselves (CLIENT SETNAME, SETINFO).
 		if len(args) >= 2 && (strings.EqualFold(string(args[1]), "setname") || strings.EqualFold(string(args[1]), "setinfo")) {
 			return proto.AppendSimple(out, "OK")
 		}
 		return proto.AppendError(out, "ERR unknown subcommand or wrong number of arguments for 'client' command")
+	}
+	if s.crossProtocol(cl, args) {
+		return out
 	}
 	return unknown(out, args)
 }
@@ -357,6 +374,9 @@ func (s *server) incr(key []byte, out []byte) []byte {
 		return proto.AppendError(out, "ERR increment or decrement would overflow")
 	}
 	n++
+	if e.lent {
+		e.val, e.lent = nil, false
+	}
 	e.val = strconv.AppendInt(e.val[:0], n, 10)
 	return proto.AppendInt(out, n)
 }

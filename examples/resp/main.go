@@ -9,8 +9,14 @@
 //
 // Each OnData runs every complete request it got and answers them all
 // with one write (one per 256 KiB of replies), so a pipelined batch costs
-// one send. A client whose unread replies pass -max-request plus 8 MiB
-// (the runtime's Config.MaxWriteBuffer) is disconnected. A request split
+// one send. Replies are made as fast as the client reads them: while more
+// than 4 MiB of its replies wait to be sent, its next requests (and the
+// rest of a big MGET reply) wait too, so a pipeline of big replies reaches
+// a client that reads, in full, at bounded memory; a client whose replies
+// wait and that reads none of them for -write-timeout is disconnected. A
+// connection whose request is an HTTP request line, a POST or a Host:
+// header line is closed with no reply, as Redis does (a browser made to
+// send a request to the server runs nothing). A request split
 // across reads is kept and completed by the next ones; its size is
 // bounded (-max-bulk, -max-request, and -max-pending for all connections
 // together): over a bound the client gets a RESP error and is
@@ -48,6 +54,7 @@ func main() {
 	maxReq := flag.Int("max-request", proto.DefaultMaxRequest, "most `bytes` of one request")
 	maxPending := flag.Int64("max-pending", 1<<30, "most `bytes` of partial requests held for all connections together")
 	psLimit := flag.Int("pubsub-limit", 8<<20, "most unsent `bytes` queued for a subscriber before it is disconnected")
+	writeTimeout := flag.Duration("write-timeout", 10*time.Second, "disconnect a client whose replies wait (over 4 MiB queued, or after QUIT) and that reads none of them for this long (0: never)")
 	locked := flag.Bool("locked", false, "each loop on a locked OS thread sleeping in io_uring_enter (uringrt Config.LockedLoops) instead of parked in Go's netpoller: batches better at peak load")
 	dedicated := flag.Bool("dedicated", false, "with -locked: each loop keeps its P while it waits for completions (uringrt Config.DedicatedLoops), for a process that is mostly this server")
 	flag.Parse()
@@ -59,7 +66,7 @@ func main() {
 		log.Fatal("resp: ", err)
 	}
 	lim := limits{maxBulk: *maxBulk, maxRequest: max(*maxReq, *maxBulk+64),
-		maxPending: *maxPending, pubsubLimit: *psLimit}
+		maxPending: *maxPending, pubsubLimit: *psLimit, writeTimeout: *writeTimeout}
 	rt, ln, srv, err := start(*addr, uringrt.Config{Loops: *loops, Backend: b, LockedLoops: *locked, DedicatedLoops: *dedicated}, lim)
 	if err != nil {
 		log.Fatal("resp: ", err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,10 @@ type limits struct {
 	// a subscriber over it is disconnected (Redis's
 	// client-output-buffer-limit for pubsub clients does the same).
 	pubsubLimit int
+	// writeTimeout disconnects a client whose replies wait and that
+	// reads none of them for this long: one whose output passed
+	// paceHigh, or one closing (QUIT, an error) with replies queued.
+	writeTimeout time.Duration
 }
 
 // server is the RESP server: a uringrt.Handler over the key space and the
@@ -31,6 +37,8 @@ type server struct {
 	lim limits
 	// pending is the bytes of all clients' partial requests.
 	pending atomic.Int64
+	// crossLogged is when crossProtocol last logged (Unix ns).
+	crossLogged atomic.Int64
 
 	// mu guards conns and sweeper (taken at open and close, and to start
 	// and stop the expiry sweep).
@@ -41,6 +49,12 @@ type server struct {
 	sweeping atomic.Bool // sweeper != nil, read without mu
 
 	flushFn func(*uringrt.CallbackConn) // flushMessages, made once
+
+	// writesBlock: Go's net backend, where Write blocks until the client
+	// took the bytes, so no reply is paced and every client gets the
+	// write timeout from the start (cheap there: a deadline on the
+	// socket).
+	writesBlock bool
 }
 
 // newServer makes a server; shared says that callbacks of different
@@ -85,7 +99,42 @@ type client struct {
 	// dropped: a publisher found this subscriber over the pubsub limit
 	// and closed it; publishers skip it until its OnClose unsubscribes it.
 	dropped atomic.Bool
+
+	// Pacing (see paceHigh): paced says that the client's queued output
+	// passed paceHigh and its requests wait for OnDrained; backlog is
+	// its input not yet run, kept by the client itself (non-nil from
+	// the first pause until the client has caught up); mget the rest of
+	// an MGET reply; qb its queued output as of the last write.
+	paced   bool
+	backlog []byte
+	mget    *mgetRest
+	qb      int
+	timed   bool // its write timeout is set
 }
+
+// mgetRest is the part of an MGET reply not yet made: the values of the
+// keys still to answer, taken when the MGET ran (their entries are lent:
+// never written in place again), found false for a missing key.
+type mgetRest struct {
+	vals  [][]byte
+	found []bool
+	next  int
+}
+
+// Replies are made as fast as the client takes them. Before each request
+// (and each value of an MGET) the client's queued output is looked at: past
+// paceHigh, the requests left wait in the client's backlog (the bytes of
+// one read: the runtime stops reading a connection whose output is queued)
+// and the MGET's values in mgetRest, until OnDrained says the output fell
+// to paceLow. So a client that reads gets every reply of any pipeline,
+// however big, while the server holds at most about paceHigh plus one
+// reply for it; one that reads nothing is disconnected after
+// limits.writeTimeout. A reply fits: Config.MaxWriteBuffer is
+// maxRequest (over the biggest bulk) plus 8 MiB (start.go).
+const (
+	paceHigh = 4 << 20
+	paceLow  = paceHigh / 2
+)
 
 // keepOut is the largest reply buffer a client keeps between OnData calls;
 // a bigger one (a big reply) is dropped for the GC once written.
@@ -96,6 +145,11 @@ func (s *server) OnOpen(c *uringrt.CallbackConn) {
 	cl := &client{c: c}
 	cl.p.MaxBulk, cl.p.MaxRequest = s.lim.maxBulk, s.lim.maxRequest
 	c.SetValue(cl)
+	c.SetLowWater(paceLow)
+	if s.writesBlock && s.lim.writeTimeout > 0 {
+		cl.timed = true
+		c.SetWriteTimeout(s.lim.writeTimeout)
+	}
 	s.mu.Lock()
 	s.conns[cl] = struct{}{}
 	s.mu.Unlock()
@@ -105,25 +159,86 @@ func (s *server) OnOpen(c *uringrt.CallbackConn) {
 // with one Write. data starts with the partial request left by the last
 // OnData, if any (the callback API's framing keeps what Discard did not
 // consume, and joins the next bytes to it); a request still partial stays
-// for the next OnData, where the parser resumes it.
+// for the next OnData, where the parser resumes it. While the client's
+// replies are paced (see paceHigh) its input joins its backlog instead.
 func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	cl := c.Value().(*client)
 	if cl.closing {
 		return
 	}
+	if cl.paced || cl.backlog != nil {
+		cl.backlog = append(cl.backlog, data...)
+		if !cl.paced {
+			s.resume(cl)
+		} else {
+			s.finish(cl, nil, len(cl.backlog))
+		}
+		return
+	}
+	cl.qb = queued(c)
 	out, buf := s.runAll(cl, data, cl.out[:0])
 	if !cl.closing && len(buf) > 0 {
-		// Keep the partial request: consume what was run, leave the rest.
-		c.Discard(len(data) - len(buf))
+		if cl.paced {
+			// The client keeps the requests left itself: the runtime's
+			// framing gives kept input back only with new input, and
+			// the client may send none before it has its replies.
+			cl.backlog = append([]byte(nil), buf...)
+		} else {
+			// Keep the partial request: consume what was run, leave the rest.
+			c.Discard(len(data) - len(buf))
+		}
 	}
-	if !cl.closing && !s.hold(cl, len(buf)) {
+	s.finish(cl, out, len(buf))
+}
+
+// OnDrained goes on with a paced client's replies and requests.
+func (s *server) OnDrained(c *uringrt.CallbackConn) {
+	cl := c.Value().(*client)
+	if !cl.paced || cl.closing {
+		return
+	}
+	cl.paced = false
+	s.resume(cl)
+}
+
+// resume makes the rest of a paced MGET reply, then runs the backlog,
+// until done or paced again.
+func (s *server) resume(cl *client) {
+	cl.qb = queued(cl.c)
+	out := cl.out[:0]
+	if cl.mget != nil {
+		out = s.mgetMore(cl, out)
+	}
+	if !cl.paced && !cl.closing && len(cl.backlog) > 0 {
+		var rest []byte
+		out, rest = s.runAll(cl, cl.backlog, out)
+		cl.backlog = cl.backlog[:copy(cl.backlog, rest)] // a partial request stays at the front
+	}
+	if !cl.paced && len(cl.backlog) == 0 {
+		cl.backlog = nil // caught up: the runtime's framing again
+	}
+	s.finish(cl, out, len(cl.backlog))
+}
+
+// finish ends an OnData or a resume: it records the held bytes of cl's
+// requests (refusing them past lim.maxPending), writes out, arms the
+// write timeout of a paced or closing client, and closes one that is
+// closing.
+func (s *server) finish(cl *client, out []byte, held int) {
+	c := cl.c
+	if !cl.closing && !s.hold(cl, held) {
 		out = proto.AppendError(out, "ERR server is out of memory for partial requests")
 		cl.closing = true
 	}
 	if cl.closing {
 		s.hold(cl, 0)
+		cl.backlog, cl.mget = nil, nil
 	}
 	out = s.flush(cl, out)
+	if (cl.paced || cl.closing) && !cl.timed && s.lim.writeTimeout > 0 {
+		cl.timed = true
+		c.SetWriteTimeout(s.lim.writeTimeout)
+	}
 	if cl.closing {
 		c.Close()
 	}
@@ -132,6 +247,55 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 	} else {
 		cl.out = nil
 	}
+}
+
+// over reports whether cl's queued output with out passed paceHigh, and
+// if so paces cl.
+func (s *server) over(cl *client, out []byte) bool {
+	if cl.qb+len(out) <= paceHigh {
+		return false
+	}
+	cl.paced = true
+	return true
+}
+
+// lendRest keeps the values of keys, the rest of a paced MGET, for
+// mgetMore: taken now, so the reply is the key space as the MGET ran.
+func (s *server) lendRest(cl *client, keys [][]byte) {
+	m := &mgetRest{vals: make([][]byte, len(keys)), found: make([]bool, len(keys))}
+	for i, k := range keys {
+		sh := s.st.lock(k)
+		if e := sh.get(k, nowNano); e != nil {
+			e.lent = true
+			m.vals[i], m.found[i] = e.val, true
+		}
+		s.st.unlock(sh)
+	}
+	cl.mget = m
+}
+
+// mgetMore appends the rest of cl's MGET reply to out, until done or
+// paced again.
+func (s *server) mgetMore(cl *client, out []byte) []byte {
+	m := cl.mget
+	for ; m.next < len(m.vals); m.next++ {
+		if len(out) >= flushAt {
+			if out = s.flush(cl, out); cl.closing {
+				return out
+			}
+		}
+		if s.over(cl, out) {
+			return out
+		}
+		if m.found[m.next] {
+			out = proto.AppendBulk(out, m.vals[m.next])
+		} else {
+			out = proto.AppendNull(out)
+		}
+		m.vals[m.next] = nil
+	}
+	cl.mget = nil
+	return out
 }
 
 // flushAt is the reply bytes of one OnData written at once, before the
@@ -152,6 +316,7 @@ func (s *server) flush(cl *client, out []byte) []byte {
 	if _, err := cl.c.Write(out); err == uringrt.ErrWriteBufferFull {
 		cl.closing = true
 	}
+	cl.qb = queued(cl.c) // exact in cl's callback; 0 under Go's net backend, whose Write blocks
 	return out[:0]
 }
 
@@ -161,11 +326,14 @@ func (s *server) flush(cl *client, out []byte) []byte {
 // error and sets cl.closing.
 func (s *server) runAll(cl *client, data, out []byte) ([]byte, []byte) {
 	buf := data
-	for len(buf) > 0 && !cl.closing {
+	for len(buf) > 0 && !cl.closing && !cl.paced {
 		if len(out) >= flushAt {
 			if out = s.flush(cl, out); cl.closing {
 				break
 			}
+		}
+		if s.over(cl, out) {
+			break
 		}
 		args, n, err := cl.p.Next(buf)
 		if err != nil {
@@ -273,3 +441,45 @@ func (s *server) startSweepLocked(cl *client) {
 
 // sweepEvery is the active expiry's period.
 const sweepEvery = 100 * time.Millisecond
+
+// crossProtocol closes cl, with no reply, when args are what an HTTP
+// request makes of the RESP inline syntax: a request line (GET / HTTP/1.1,
+// any method) or, as Redis treats them, a POST or a Host: header line.
+// A browser made to send a request to the server (cross-protocol
+// scripting) thus runs nothing that follows, its body included. It
+// reports whether it closed cl; the attempt is logged at most once a
+// minute, as Redis logs it.
+func (s *server) crossProtocol(cl *client, args [][]byte) bool {
+	if !isCrossProtocol(args) {
+		return false
+	}
+	cl.closing = true
+	if now := nowNano(); now-s.crossLogged.Load() > int64(time.Minute) {
+		s.crossLogged.Store(now)
+		log.Printf("resp: possible security attack: a client sent an HTTP request (%.20q); connection from %v closed", args[0], cl.c.RemoteAddr())
+	}
+	return true
+}
+
+// httpMethods are the request methods that crossProtocol knows.
+var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+// isCrossProtocol reports whether args are an HTTP request line, POST or
+// Host: (see crossProtocol).
+func isCrossProtocol(args [][]byte) bool {
+	if len(args) == 0 {
+		return false
+	}
+	if bytes.EqualFold(args[0], []byte("post")) || bytes.EqualFold(args[0], []byte("host:")) {
+		return true
+	}
+	if len(args) != 3 || !bytes.HasPrefix(args[2], []byte("HTTP/")) {
+		return false
+	}
+	for _, m := range httpMethods {
+		if bytes.EqualFold(args[0], []byte(m)) {
+			return true
+		}
+	}
+	return false
+}

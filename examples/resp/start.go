@@ -24,5 +24,6 @@ func start(addr string, cfg uringrt.Config, lim limits) (*uringrt.Runtime, net.L
 		return nil, nil, nil, err
 	}
 	srv := newServer(loops > 1 || rt.Backend() == uringrt.BackendStd, lim)
+	srv.writesBlock = rt.Backend() == uringrt.BackendStd
 	return rt, ln, srv, nil
 }

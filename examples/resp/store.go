@@ -33,10 +33,13 @@ type shard struct {
 }
 
 // entry is a value; expire is the Unix time in nanoseconds at which it
-// expires, 0 for never.
+// expires, 0 for never. lent says that a paced MGET reply holds val
+// (server.go's mgetRest), so val is never written in place again: a new
+// value gets new memory.
 type entry struct {
 	val    []byte
 	expire int64
+	lent   bool
 }
 
 // newStore makes the key space; shared: callbacks run in parallel (see
@@ -92,10 +95,10 @@ func (sh *shard) set(key, val []byte, expire int64) {
 		e = &entry{}
 		sh.m[string(key)] = e
 	}
-	if cap(e.val) >= len(val) && cap(e.val) <= 2*len(val)+64 {
+	if !e.lent && cap(e.val) >= len(val) && cap(e.val) <= 2*len(val)+64 {
 		e.val = append(e.val[:0], val...)
 	} else {
-		e.val = append([]byte(nil), val...)
+		e.val, e.lent = append([]byte(nil), val...), false
 	}
 	sh.setExpire(key, e, expire)
 }
