@@ -12,6 +12,11 @@
 //
 //	std-resp -addr 127.0.0.1:6381
 //
+// As examples/resp does, it disconnects a client that reads none of its
+// replies for -write-timeout (a write deadline on each write to it), and
+// closes with no reply a connection whose request is an HTTP request line,
+// a POST or a Host: header line (cross-protocol scripting, as Redis does).
+//
 // It is the baseline of scripts/bench-resp.sh. It exits 0 on SIGINT or
 // SIGTERM.
 package main
@@ -31,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -44,6 +50,7 @@ const (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6381", "listen `address`")
 	queue := flag.Int("pubsub-queue", 8192, "messages queued for a subscriber before it is disconnected")
+	writeTimeout := flag.Duration("write-timeout", 10*time.Second, "disconnect a client that reads none of its replies for this long (0: never)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -51,6 +58,7 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "std-resp: serving RESP2 on %s (Go net)\n", ln.Addr())
 	s := newServer(*queue)
+	s.writeTimeout = *writeTimeout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() { <-ctx.Done(); ln.Close() }()
@@ -81,6 +89,9 @@ type server struct {
 	psMu  sync.RWMutex
 	chans map[string]map[*conn]struct{}
 	queue int
+
+	writeTimeout time.Duration // see timedWriter
+	crossLogged  atomic.Int64  // when a cross-protocol attempt was last logged (Unix ns)
 }
 
 func newServer(queue int) *server {
@@ -108,7 +119,7 @@ type conn struct {
 var errProto = errors.New("protocol error")
 
 func (s *server) serve(nc net.Conn) {
-	c := &conn{nc: nc, r: bufio.NewReader(nc), w: bufio.NewWriter(nc), done: make(chan struct{})}
+	c := &conn{nc: nc, r: bufio.NewReader(nc), w: bufio.NewWriter(timedWriter{nc, s.writeTimeout}), done: make(chan struct{})}
 	defer func() {
 		close(c.done)
 		s.unsubscribeAll(c, nil)
@@ -128,6 +139,12 @@ func (s *server) serve(nc net.Conn) {
 		if len(args) == 0 {
 			continue
 		}
+		if s.crossProtocol(c, args) {
+			c.wmu.Lock()
+			c.w.Flush() // the replies before it
+			c.wmu.Unlock()
+			return
+		}
 		c.wmu.Lock()
 		quit := s.exec(c, args)
 		if c.r.Buffered() == 0 || quit {
@@ -138,6 +155,58 @@ func (s *server) serve(nc net.Conn) {
 			return
 		}
 	}
+}
+
+// timedWriter writes to a client's connection under the write timeout d
+// (0: none): a write that makes no progress for d fails and closes the
+// connection (its reader then ends the client), so a client that reads
+// none of its replies is disconnected.
+type timedWriter struct {
+	nc net.Conn
+	d  time.Duration
+}
+
+func (w timedWriter) Write(p []byte) (int, error) {
+	if w.d <= 0 {
+		return w.nc.Write(p)
+	}
+	done := 0
+	for {
+		w.nc.SetWriteDeadline(time.Now().Add(w.d))
+		n, err := w.nc.Write(p[done:])
+		done += n
+		if err == nil {
+			return done, nil
+		}
+		if n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			continue // it read some: progress
+		}
+		w.nc.Close()
+		return done, err
+	}
+}
+
+// crossProtocol reports whether args are what an HTTP request makes of
+// the inline syntax: a request line (GET / HTTP/1.1, any method), or, as
+// Redis treats them, POST or a Host: header line. The connection is then
+// closed with no reply, so a browser made to send a request to the server
+// (cross-protocol scripting) runs nothing, its body included; the attempt
+// is logged at most once a minute, as Redis logs it.
+func (s *server) crossProtocol(c *conn, args [][]byte) bool {
+	cross := strings.EqualFold(string(args[0]), "post") || strings.EqualFold(string(args[0]), "host:")
+	if !cross && len(args) == 3 && strings.HasPrefix(string(args[2]), "HTTP/") {
+		switch strings.ToUpper(string(args[0])) {
+		case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH":
+			cross = true
+		}
+	}
+	if cross {
+		if t := now(); t-s.crossLogged.Load() > int64(time.Minute) {
+			s.crossLogged.Store(t)
+			log.Printf("std-resp: possible security attack: a client sent an HTTP request (%.20q); connection from %v closed", args[0], c.nc.RemoteAddr())
+		}
+	}
+	return cross
 }
 
 type protoError struct{ msg string }
