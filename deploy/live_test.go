@@ -2,9 +2,12 @@ package deploy
 
 import (
 	"errors"
+	"io"
+	"net"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -15,7 +18,8 @@ import (
 
 // TestKnownMetricsAreLive holds knownMetrics to the truth: the uringrt_*
 // families a live runtime registers (io_uring backend, worker pool), with
-// their types, are exactly knownMetrics.
+// their types, are exactly knownMetrics. The pool exports its families
+// once used: a MayBlocker handler echoes one byte on it first.
 func TestKnownMetricsAreLive(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, Metrics: true})
@@ -29,6 +33,7 @@ func TestKnownMetricsAreLive(t *testing.T) {
 	if err := uringprom.Register(reg, rt); err != nil {
 		t.Fatal(err)
 	}
+	usePool(t, rt)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +64,27 @@ func TestKnownMetricsAreLive(t *testing.T) {
 		case got != want:
 			t.Errorf("%s is a %s; knownMetrics says %s", n, got, want)
 		}
+	}
+}
+
+// usePool echoes one byte through a MayBlocker handler of rt, whose
+// callbacks run on rt's worker pool.
+func usePool(t *testing.T, rt *uringrt.Runtime) {
+	t.Helper()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go rt.Serve(ln, uringrt.HandlerFuncs{Data: func(c *uringrt.CallbackConn, d []byte) { c.Write(d) }, Blocking: true})
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("x"))
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatal(err)
 	}
 }

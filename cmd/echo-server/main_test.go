@@ -398,10 +398,15 @@ func TestServeScrapeAndTerminate(t *testing.T) {
 			if v, ok := sample(text, "uringrt_backend_info", `backend="`+tc.backend+`"`); !ok || v != 1 {
 				t.Errorf("uringrt_backend_info{backend=%q} = %v (present %v), want 1", tc.backend, v, ok)
 			}
-			for _, p := range []string{"go_goroutines", "go_memstats_", "process_cpu_seconds_total", "process_open_fds", "uringrt_worker_queue_depth"} {
+			for _, p := range []string{"go_goroutines", "go_memstats_", "process_cpu_seconds_total", "process_open_fds"} {
 				if !hasPrefix(text, p) {
 					t.Errorf("/metrics has no %s* sample", p)
 				}
+			}
+			// The worker pool serves only -pollable blocking and
+			// blocking handlers: unused here, it exports nothing.
+			if hasPrefix(text, "uringrt_worker_") {
+				t.Errorf("/metrics has the unused worker pool's uringrt_worker_* series")
 			}
 			s.stop(t)
 		})

@@ -23,7 +23,10 @@ import (
 //
 // worker is the worker index ("0", "1", ...). For a SharedPool the queue
 // depth is one series with worker="shared" (its workers have no private
-// list).
+// list). A pool that has not been given a work yet exports nothing, so an
+// idle process's scrape does not carry a series per worker of a pool it
+// never uses (a Runtime's pool serves only MayBlocker handlers and the
+// blocking pollable policy).
 func NewPoolCollector(p sched.Pool, pool string) prometheus.Collector {
 	return &poolCollector{p: p, d: newPoolDescs(pool)}
 }
@@ -67,6 +70,9 @@ func (d *poolDescs) describe(ch chan<- *prometheus.Desc) {
 }
 
 func (d *poolDescs) collect(ch chan<- prometheus.Metric, s sched.Stats) {
+	if !poolUsed(s) {
+		return
+	}
 	out := sink(ch)
 	var (
 		sum     uint64
@@ -100,4 +106,18 @@ func (d *poolDescs) collect(ch chan<- prometheus.Metric, s sched.Stats) {
 	}
 	count := acc + buckets[sched.NumBatchBuckets-1]
 	ch <- prometheus.MustNewConstHistogram(d.size, count, float64(sum), cum)
+}
+
+// poolUsed reports whether a work was ever given to the pool: one queued
+// now, or one a worker took (run, cancelled or in a batch).
+func poolUsed(s sched.Stats) bool {
+	if s.Queued > 0 {
+		return true
+	}
+	for _, w := range s.Workers {
+		if w.QueueDepth > 0 || w.Run > 0 || w.Cancelled > 0 || w.Batches > 0 {
+			return true
+		}
+	}
+	return false
 }

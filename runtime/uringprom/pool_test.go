@@ -95,3 +95,28 @@ uringrt_worker_queue_depth{pool="p",worker="1"} 0
 		t.Fatalf("batch size sum %d, want 6", n)
 	}
 }
+
+// TestUnusedPoolNotExported: a pool never given a work exports no series
+// (an idle 2-loop echo-server exported 100 per-worker series of its
+// unused pool); once given one, every series of the pool is exported
+// (TestRuntimeUnusedPoolNotExported: a runtime's own pool likewise).
+func TestUnusedPoolNotExported(t *testing.T) {
+	for _, k := range poolKinds {
+		t.Run(k.name, func(t *testing.T) {
+			p := k.new(sched.Options{Workers: 4})
+			c := NewPoolCollector(p, k.name)
+			if n := testutil.CollectAndCount(c); n != 0 {
+				t.Fatalf("unused pool: %d series, want 0", n)
+			}
+			done := make(chan struct{})
+			if err := p.Go(func() { close(done) }); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			if n := testutil.CollectAndCount(c); n == 0 {
+				t.Fatal("used pool: no series")
+			}
+			drain(t, p)
+		})
+	}
+}

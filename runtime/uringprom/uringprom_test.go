@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,10 +51,10 @@ func echo(t *testing.T, rt *uringrt.Runtime, api string) string {
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	if api == "callback" {
+	if api == "callback" || api == "callback-blocking" { // the latter on the runtime's worker pool
 		go func() {
 			defer wg.Done()
-			rt.Serve(ln, uringrt.HandlerFuncs{Data: func(c *uringrt.CallbackConn, d []byte) { c.Write(d) }})
+			rt.Serve(ln, uringrt.HandlerFuncs{Data: func(c *uringrt.CallbackConn, d []byte) { c.Write(d) }, Blocking: api == "callback-blocking"})
 		}()
 	} else {
 		go func() {
@@ -197,6 +198,9 @@ func TestFamilies(t *testing.T) {
 			for name, typ := range wantFamilies {
 				mf, ok := f[name]
 				switch {
+				case !ok && strings.HasPrefix(name, "uringrt_worker_") && tc.cfg.Switches.Pollable != experiment.PollBlocking:
+					// The pool serves MayBlocker handlers and PollBlocking
+					// only: unused here, not exported (TestUnusedPoolNotExported).
 				case !ok:
 					t.Errorf("%s not exported", name)
 				case mf.GetType() != typ:
@@ -321,13 +325,14 @@ func TestLowCardinality(t *testing.T) {
 
 // TestDashboardMetricsExist gathers a live registry as the echo-server
 // builds it (runtime, worker pool, Go and process collectors), after
-// traffic through both APIs, and checks that every metric the Grafana
-// dashboard queries exists.
+// traffic through both APIs (and a MayBlocker handler, so that the worker
+// pool, which exports nothing until used, is used), and checks that every
+// metric the Grafana dashboard queries exists.
 func TestDashboardMetricsExist(t *testing.T) {
 	const dashboard = "../../deploy/grafana/uringrt.json"
 	rt, reg := newRT(t, uringrt.Config{Loops: 2})
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, api := range []string{"conn", "callback"} {
+	for _, api := range []string{"conn", "callback", "callback-blocking"} {
 		traffic(t, echo(t, rt, api), 4, 5)
 	}
 	f := gather(t, reg)
@@ -364,4 +369,17 @@ func TestDashboardMetricsExist(t *testing.T) {
 		}
 	}
 	t.Logf("%d dashboard metrics all present", len(names))
+}
+
+// TestRuntimeUnusedPoolNotExported: a runtime whose worker pool is unused
+// (no MayBlocker handler, not PollBlocking) exports none of the pool's
+// uringrt_worker_* series.
+func TestRuntimeUnusedPoolNotExported(t *testing.T) {
+	rt, reg := newRT(t, uringrt.Config{Loops: 2, Backend: uringrt.BackendUring})
+	traffic(t, echo(t, rt, "callback"), 2, 5)
+	for name := range gather(t, reg) {
+		if strings.HasPrefix(name, "uringrt_worker_") {
+			t.Errorf("%s exported for the runtime's unused pool", name)
+		}
+	}
 }
