@@ -141,8 +141,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		f, err := uringrt.Probe()
 		if err != nil {
 			fmt.Fprintf(stdout, "io_uring: unavailable: %v\n", err)
-		} else {
-			fmt.Fprintf(stdout, "io_uring: %v\n", f)
+			return 0
+		}
+		fmt.Fprintf(stdout, "io_uring: %v\n", f)
+		// What the kernel offers (setup= above) is not what every loop
+		// takes: the default loop, parked in Go's netpoller, sets up its
+		// ring with COOP_TASKRUN; -locked-loops with DEFER_TASKRUN. This
+		// line is the rings of this command line's loops, as
+		// uringrt_backend_info's setup_flags label reports them.
+		if rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, LockedLoops: o.lockedLoops}); err == nil {
+			fmt.Fprintf(stdout, "loops: setup=%s\n", rt.Stats().SetupFlags)
+			rt.Close()
 		}
 		return 0
 	}

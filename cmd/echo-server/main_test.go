@@ -17,6 +17,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/uringprom"
 )
 
 // oneLine checks that s is exactly one non-empty line containing want.
@@ -431,4 +436,59 @@ func TestNoMetricsAddr(t *testing.T) {
 	}
 	echoMsgs(t, s.addr, 1, 5)
 	s.stop(t)
+}
+
+// TestVersionLoopFlagsMatchBackendInfo: -version says which setup flags
+// this command line's loops use, and they are what uringrt_backend_info
+// reports for the same loops (the default loop: COOP_TASKRUN; with
+// -locked-loops: DEFER_TASKRUN). Before, -version printed only the flags
+// the kernel offers (DEFER_TASKRUN) while the metric said COOP_TASKRUN.
+func TestVersionLoopFlagsMatchBackendInfo(t *testing.T) {
+	for _, locked := range []bool{false, true} {
+		args := []string{"-version"}
+		if locked {
+			args = append(args, "-locked-loops")
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+		out := stdout.String()
+		if strings.Contains(out, "io_uring: unavailable") {
+			t.Skip("no io_uring here")
+		}
+		rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: uringrt.BackendUring, LockedLoops: locked, Metrics: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		if err := uringprom.Register(reg, rt); err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := reg.Gather()
+		rt.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metric := ""
+		for _, mf := range mfs {
+			if mf.GetName() == "uringrt_backend_info" {
+				for _, lp := range mf.GetMetric()[0].GetLabel() {
+					if lp.GetName() == "setup_flags" {
+						metric = lp.GetValue()
+					}
+				}
+			}
+		}
+		if want := "loops: setup=" + metric + "\n"; metric == "" || !strings.Contains(out, want) {
+			t.Errorf("%v: stdout %q lacks %q (uringrt_backend_info's setup_flags)", args, out, want)
+		}
+		wantFlag := "COOP_TASKRUN"
+		if locked {
+			wantFlag = "DEFER_TASKRUN"
+		}
+		if !strings.Contains(metric, wantFlag) {
+			t.Logf("%v: loops use %s (no %s on this kernel?)", args, metric, wantFlag)
+		}
+	}
 }
