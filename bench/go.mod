@@ -1,6 +1,6 @@
 module github.com/uringrt/uringrt/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/panjf2000/gnet/v2 v2.9.7

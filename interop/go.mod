@@ -1,6 +1,6 @@
 module github.com/uringrt/uringrt/interop
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/miekg/dns v1.1.73

@@ -1,6 +1,6 @@
 module github.com/uringrt/uringrt/deploy/k8s
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
