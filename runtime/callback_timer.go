@@ -163,8 +163,9 @@ func nextDue(slot, start, end, period int64) int64 {
 // d <= 0 turns it off. It may
 // be called anywhere; the timeout counts from the call. The check runs
 // every d/4, so the close comes between d and 1.25 x d after the last
-// byte received. BackendStd: a read deadline on the net.Conn closes it d
-// after the last byte received, reset the same way.
+// byte received. BackendStd: a read deadline on the net.Conn closes it,
+// reset the same way, when its reader waited d in Read for a byte (the
+// time OnData takes is not counted).
 func (c *CallbackConn) SetReadTimeout(d time.Duration) error {
 	return c.setDeadline(d, false)
 }

@@ -186,12 +186,16 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	}()
 	h.OnOpen(cc)
 	buf := make([]byte, rt.cfg.BufferSize)
+	resumed := true // the reader starts a Read after doing something else
 	for {
+		if resumed && sc != nil {
+			// The read timeout counts the silence while the reader
+			// waits in Read: not the handler's time, nor a pause.
+			sc.noteRead()
+		}
+		resumed = true
 		n, err := c.Read(buf)
 		if n > 0 {
-			if sc != nil {
-				sc.noteRead()
-			}
 			cc.stdOnData(buf[:n])
 		}
 		if err != nil {
@@ -199,6 +203,7 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 				// A timeout's deadline (read on, or close), or Shutdown's.
 				end, terr := sc.readExpired()
 				if !end {
+					resumed = false
 					continue
 				}
 				if terr != nil {

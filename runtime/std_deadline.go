@@ -14,10 +14,11 @@ import (
 // move as bytes come and go, so that a program closes the same idle and
 // stalled connections on both backends.
 //
-//   - Read: the deadline is the last byte read plus the timeout; when it
-//     passes, the reader looks at the time of the last byte (SetReadTimeout
+//   - Read: the deadline is the time the reader last went into Read (after
+//     the bytes of the last one were handled, or a pause) plus the timeout;
+//     when it passes, the reader looks at that time again (SetReadTimeout
 //     may have moved it) and closes the connection with ErrReadTimeout, or
-//     sets the deadline again from that byte; the close is a reset.
+//     sets the deadline again from it; the close is a reset.
 //   - Write: a blocked Write's deadline comes every quarter of the timeout;
 //     a Write that timed out having written something made progress and
 //     goes on with the rest, one that wrote nothing for the timeout closes
@@ -36,7 +37,7 @@ type stdTimeouts struct {
 
 	readTO    atomic.Int64 // ns; 0: off
 	writeTO   atomic.Int64
-	lastRead  atomic.Int64 // monoNow of the last byte read, or of SetReadTimeout
+	lastRead  atomic.Int64 // monoNow of the reader's last going into Read, or of SetReadTimeout
 	lastWrite atomic.Int64 // monoNow of the last write progress, or of SetWriteTimeout
 	timedOut  atomic.Pointer[error]
 }
@@ -81,7 +82,7 @@ func (c *CallbackConn) stdSetTimeout(d time.Duration, write bool) error {
 	return nil
 }
 
-// stdNoteRead stamps a read of bytes (the reader).
+// noteRead stamps the reader going into Read (see above).
 func (sc *stdConn) noteRead() {
 	if sc.to.readTO.Load() > 0 {
 		sc.to.lastRead.Store(monoNow())
