@@ -123,11 +123,16 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 			return arity(out, args)
 		}
 		sh := s.st.lock(args[1])
-		if e := sh.get(args[1], nowNano); e != nil {
-			out = proto.AppendBulk(out, e.val)
-		} else {
-			out = proto.AppendNull(out)
+		e := sh.get(args[1], nowNano)
+		if e == nil {
+			s.st.unlock(sh)
+			return proto.AppendNull(out)
 		}
+		if big := s.bigValue(cl, e); big != nil {
+			s.st.unlock(sh)
+			return s.writeBig(cl, out, big)
+		}
+		out = proto.AppendBulk(out, e.val)
 		s.st.unlock(sh)
 		return out
 	case cmdSet:
@@ -176,10 +181,17 @@ func (s *server) exec(cl *client, args [][]byte, out []byte) []byte {
 				return out
 			}
 			sh := s.st.lock(k)
-			if e := sh.get(k, nowNano); e != nil {
-				out = proto.AppendBulk(out, e.val)
-			} else {
+			e := sh.get(k, nowNano)
+			if e == nil {
 				out = proto.AppendNull(out)
+			} else if big := s.bigValue(cl, e); big != nil {
+				s.st.unlock(sh)
+				if out = s.writeBig(cl, out, big); cl.closing {
+					return out
+				}
+				continue
+			} else {
+				out = proto.AppendBulk(out, e.val)
 			}
 			s.st.unlock(sh)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -259,6 +260,39 @@ func (s *server) over(cl *client, out []byte) bool {
 	return true
 }
 
+// bigReply is the size from which a value is written to the connection
+// as it is, not copied into the reply buffer first (one copy of it fewer,
+// and no reply buffer of its size to allocate).
+const bigReply = 64 << 10
+
+// bigValue returns e's value when it is written as a big reply, marking
+// e lent (its value stays as it is until written: the store's lock may be
+// let go first); nil for a small one (e's shard locked).
+func (s *server) bigValue(cl *client, e *entry) []byte {
+	if len(e.val) < bigReply || cl.c == nil {
+		return nil
+	}
+	e.lent = true
+	return e.val
+}
+
+// writeBig appends val's bulk reply: the replies before it and its header
+// are written, then val itself, and its CRLF is left in out.
+func (s *server) writeBig(cl *client, out, val []byte) []byte {
+	out = append(out, '$')
+	out = strconv.AppendInt(out, int64(len(val)), 10)
+	out = append(out, '\r', '\n')
+	if out = s.flush(cl, out); cl.closing {
+		return out
+	}
+	s.noteReplies(cl, len(val))
+	if _, err := cl.c.Write(val); err == uringrt.ErrWriteBufferFull {
+		cl.closing = true
+	}
+	cl.qb = queued(cl.c)
+	return append(out, '\r', '\n')
+}
+
 // lendRest keeps the values of keys, the rest of a paced MGET, for
 // mgetMore: taken now, so the reply is the key space as the MGET ran.
 func (s *server) lendRest(cl *client, keys [][]byte) {
@@ -287,8 +321,12 @@ func (s *server) mgetMore(cl *client, out []byte) []byte {
 		if s.over(cl, out) {
 			return out
 		}
-		if m.found[m.next] {
-			out = proto.AppendBulk(out, m.vals[m.next])
+		if v := m.vals[m.next]; m.found[m.next] && len(v) >= bigReply && cl.c != nil {
+			if out = s.writeBig(cl, out, v); cl.closing {
+				return out
+			}
+		} else if m.found[m.next] {
+			out = proto.AppendBulk(out, v)
 		} else {
 			out = proto.AppendNull(out)
 		}
