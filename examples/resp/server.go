@@ -172,7 +172,7 @@ func (s *server) OnData(c *uringrt.CallbackConn, data []byte) {
 		if !cl.paced {
 			s.resume(cl)
 		} else {
-			s.finish(cl, nil, len(cl.backlog))
+			s.finish(cl, cl.out[:0], len(cl.backlog))
 		}
 		return
 	}
