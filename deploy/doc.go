@@ -6,14 +6,11 @@
 // the Kubernetes base (k8s/, a Go module of its own). See README.md in this
 // directory.
 //
-// The Go code here only reads those artifacts, so tests can hold them to the
-// metric names and syscalls the runtime actually uses:
-//
-//	seccomp-io_uring.json  ->  deploy_test.go: parses, default deny, io_uring_* allowed
-//	grafana/uringrt.json   ->  DashboardMetricNames  ->  deploy_test.go (fixed list)
-//	                                               \->  runtime tests (live registry)
-//	fixed list (knownMetrics)  ->  live_test.go: equal to a live runtime's families
-//	scripts/prom-scrape.sh     ->  promscrape_test.go: a real Prometheus scrapes the echo-server
-//	image/Containerfile        ->  image_test.go: ../Dockerfile ends with it verbatim
-//	k8s/*.yaml                 ->  k8s/manifests_test.go (own module): strict k8s.io/api decode
+// The Go code here only reads those artifacts, so that the package's tests
+// hold them to the metric names and syscalls the runtime actually uses: the
+// seccomp profile parses, denies by default and allows io_uring_*; every
+// metric the dashboard queries (DashboardMetricNames) is one a live runtime
+// exports; a real Prometheus scrapes the echo-server; the repository's
+// Dockerfile ends with the image's final stage verbatim; and the Kubernetes
+// manifests decode strictly with k8s.io/api (in the k8s module).
 package deploy

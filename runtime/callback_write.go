@@ -49,7 +49,7 @@ func (c *CallbackConn) Write(p []byte) (int, error) {
 // as an echo or a proxy sends it on: when p is at least 2 KiB and lies in
 // that data, and c is the connection OnData runs for, the provided buffers
 // holding it are queued instead of a copy, sent from the buffer ring and
-// recycled once sent (buffer lending, lend.go). The caller must not modify
+// recycled once sent (buffer lending). The caller must not modify
 // p's bytes after the call, even before OnData returns. Otherwise (other
 // memory, a short p, bytes joined with kept input by framing, a quarter of
 // the loop's buffers already lent, Config.DisableBufferLending, a

@@ -22,9 +22,9 @@ var defaultRT struct {
 // ErrSetupResources and the errno, and starts nothing, so the next call
 // tries io_uring again instead of serving through Go's net for good.
 //
-// Its loops are goroutines locked to OS threads, and it holds a ring and
-// an eventfd per loop: a program (or a test checked with goleak) that
-// wants them gone calls CloseDefault.
+// Its loops are goroutines (the default Config: not locked to OS threads),
+// and it holds a ring and an eventfd per loop: a program (or a test
+// checked with goleak) that wants them gone calls CloseDefault.
 func Default() (*Runtime, error) {
 	defaultRT.mu.Lock()
 	defer defaultRT.mu.Unlock()

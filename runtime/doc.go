@@ -28,9 +28,9 @@
 // New starts a runtime of its own; its Serve runs the callback API on a
 // listener: each connection is read by a multishot recv into a provided
 // buffer ring (a connection that streams large reads switches to a recv
-// into a 32 KiB buffer of its own: callback_stream.go), and OnData runs on
-// the connection's loop with bytes valid only during the call. Writes are
-// queued and sent in batches.
+// into a 32 KiB buffer of its own, which stays in the CPU cache), and
+// OnData runs on the connection's loop with bytes valid only during the
+// call. Writes are queued and sent in batches.
 //
 //	rt, err := uringrt.New(uringrt.Config{})
 //	if err != nil { ... }
@@ -158,8 +158,8 @@
 //
 // Socket reads, writes and accepts are pollable requests: each is tried
 // nonblocking in the caller; on EAGAIN the caller parks until a poll CQE of
-// the completion batch wakes it (the async hybrid mode of Linux commit
-// 90fa02883f). Reads park on one multishot POLLIN armed when the connection
+// the completion batch wakes it, so no thread waits on a socket that is not
+// ready. Reads park on one multishot POLLIN armed when the connection
 // opens and kept for its life (one SQE per connection, not per Read; a
 // readiness that comes while nobody waits is remembered, as in Go's
 // netpoll); after a short read the next Read waits for that CQE instead of

@@ -18,8 +18,10 @@ import (
 // errHandlerPanic closes a callback conn whose handler panicked.
 var errHandlerPanic = errors.New("uringrt: handler panicked")
 
-// Runtime is a set of event loops, each owning one io_uring ring on one
-// locked OS thread, and the listeners and connections they drive. Its
+// Runtime is a set of event loops, each owning one io_uring ring, and the
+// listeners and connections they drive. A loop is a goroutine that waits
+// for its ring's completions in Go's netpoller; with Config.LockedLoops it
+// is locked to an OS thread of its own and waits in io_uring_enter. Its
 // methods are safe for concurrent use.
 type Runtime struct {
 	cfg        Config

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Go's net defaults for TCP keep-alive (net/dial.go, Go 1.26), applied to
+// Go's net defaults for TCP keep-alive (those of Go 1.26), applied to
 // every accepted and dialed TCP connection unless disabled.
 const (
 	// DefaultKeepAliveIdle is the idle time before the first keep-alive

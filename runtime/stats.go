@@ -71,8 +71,7 @@ type LoopStats struct {
 	BuffersLent uint64
 	// StreamEnters counts callback connections switched to stream mode:
 	// after consecutive large reads, a single-shot recv into a 32 KiB
-	// buffer of the connection's own instead of the provided buffer ring
-	// (callback_stream.go).
+	// buffer of the connection's own instead of the provided buffer ring.
 	StreamEnters uint64
 	// IdlePollWork and IdlePollTimeout count busy-polls before sleeping
 	// (Config.IdlePoll) that found work, or that ended in sleep.

@@ -11,8 +11,8 @@ import (
 )
 
 // MaxLoops is the most event loops a Runtime runs (Config.Loops). Each loop
-// is an OS thread locked to its goroutine, an io_uring ring, an eventfd and
-// the ring's memory (SQ and CQ arrays and, with provided buffers,
+// is a goroutine (locked to an OS thread of its own with
+// Config.LockedLoops), an io_uring ring, an eventfd and the ring's memory (SQ and CQ arrays and, with provided buffers,
 // Buffers x BufferSize bytes), so far fewer loops than this already cost
 // more than they serve; one per CPU (the default, GOMAXPROCS) is the
 // design point.

@@ -11,7 +11,7 @@
 //
 // With -rate it runs an open loop instead, as wrk2 does: messages are due
 // at that total rate whatever the server does, and latency counts from each
-// message's due time (openloop.go); the line then also has p90, p99.99 and
+// message's due time (coordinated omission corrected); the line then also has p90, p99.99 and
 // max, the achieved rates and how far the client itself fell behind.
 //
 // The server fields need -server-pid, cqes_per_enter needs -metrics-url.

@@ -8,7 +8,7 @@
 // runs) and /readyz (200 while listening and not draining, 503 after
 // SIGTERM). SIGINT or SIGTERM make /readyz fail, wait -drain-delay, then
 // shut down gracefully within -shutdown-timeout (exit 0). Every flag has a
-// stated range (flags.go, shown in -help); a flag out of range or an address
+// stated range (shown in -help); a flag out of range or an address
 // in use is one line on stderr and exit 2.
 package main
 

@@ -2,7 +2,7 @@
 // API: PING, ECHO, SET (EX, PX, NX, XX, KEEPTTL, GET), GET, DEL, EXISTS, INCR,
 // MGET, MSET, CONFIG GET, SUBSCRIBE, UNSUBSCRIBE and PUBLISH (plus QUIT,
 // SELECT 0, DBSIZE, FLUSHALL, COMMAND), enough for redis-benchmark and
-// redis-cli. The key space lives in memory, owned by the loops (store.go).
+// redis-cli. The key space lives in memory, owned by the loops.
 //
 //	go build ./examples/resp && ./resp -addr 127.0.0.1:6380 -loops 1
 //	redis-cli -p 6380 set k v
@@ -48,7 +48,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6380", "listen `address`")
-	loops := flag.Int("loops", 1, "event loops (io_uring rings), each on its own thread")
+	loops := flag.Int("loops", 1, "event loops (io_uring rings)")
 	backend := flag.String("backend", "auto", "auto (io_uring, else Go's net), uring or std")
 	maxBulk := flag.Int("max-bulk", proto.DefaultMaxBulk, "longest bulk string a request may hold, `bytes`")
 	maxReq := flag.Int("max-request", proto.DefaultMaxRequest, "most `bytes` of one request")

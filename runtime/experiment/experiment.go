@@ -1,10 +1,11 @@
-// Package experiment holds the switches that reproduce uringrt's seed
-// experiments and older kernels: the pollable-request policies that Linux
-// commit 90fa02883f compared, batched waiting off, a cap on io-wq workers,
-// and kernel features turned off one by one. A server leaves them at their
-// zero values, which are uringrt's defaults; the echo-server's flags set
-// them (BENCHMARKS.md names the flags of each experiment). They reach a
-// runtime through uringrt.Config's embedded Switches field.
+// Package experiment holds the switches that reproduce uringrt's
+// comparisons and older kernels: the pollable-request policies (a worker
+// blocking on each socket against a nonblocking try and a poll arm),
+// batched waiting off, a cap on io-wq workers, and kernel features turned
+// off one by one. A server leaves them at their zero values, which are
+// uringrt's defaults; the echo-server's flags set them (BENCHMARKS.md names
+// the flags of each comparison). They reach a runtime through
+// uringrt.Config's embedded Switches field.
 package experiment
 
 import "fmt"
@@ -43,8 +44,7 @@ type Switches struct {
 }
 
 // Pollable is the policy for pollable requests (socket reads, writes and
-// accepts), after Linux commit 90fa02883f ("io_uring: async hybrid mode for
-// pollable requests").
+// accepts): how an operation on a socket that is not ready waits.
 type Pollable int
 
 const (
@@ -58,10 +58,10 @@ const (
 	// PollAsync submits the operation with IOSQE_ASYNC: it is forced to
 	// io-wq, where a worker blocks on it (bounded by IOWQMaxWorkers).
 	PollAsync
-	// PollBlocking is the behaviour the commit replaced: each operation runs
-	// blocking on a bounded pool of Config.Workers workers (one sched
-	// fixed worker per connection key), so a worker waits on one socket
-	// while other work queues behind it.
+	// PollBlocking is the baseline the others are measured against: each
+	// operation runs blocking on a bounded pool of Config.Workers workers
+	// (one sched fixed worker per connection key), so a worker waits on one
+	// socket while other work queues behind it.
 	PollBlocking
 )
 

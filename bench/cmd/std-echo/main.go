@@ -1,6 +1,7 @@
 // Command std-echo is the baseline echo server of the benchmark: Go's net
 // package, one goroutine per connection, a 32 KiB buffer (io.Copy's size,
-// the same as ../shared/bench/servers/stdnet), Read then Write.
+// the same as the independent benchmark harness's Go net server), Read
+// then Write.
 // It exits 0 on SIGTERM or SIGINT.
 package main
 
