@@ -230,7 +230,7 @@ func (c *CallbackConn) maybeResume() {
 		}
 	}
 	c.paused = false
-	if !c.recvOp.armed && !c.readDone() {
+	if !c.recvOp.armed && !c.readDone() && !c.rdPaused.Load() {
 		c.l.arm(&c.recvOp)
 	}
 }

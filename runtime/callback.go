@@ -20,7 +20,7 @@ import (
 //
 //   - Write, WriteNoCopy, AsyncWrite, Close, AsyncClose, OutboundBuffered,
 //     SetLowWater, AfterFunc, Every, SetReadTimeout, SetWriteTimeout,
-//     LocalAddr, RemoteAddr: anywhere (any callback of any connection on
+//     PauseRead, ResumeRead, LocalAddr, RemoteAddr: anywhere (any callback of any connection on
 //     any loop, any goroutine).
 //   - Peek, Next, Discard, InboundBuffered: in this connection's OnData
 //     only; elsewhere they return ErrNotInCallback (InboundBuffered 0).
@@ -63,6 +63,13 @@ type CallbackConn struct {
 	closeReq  bool       // Close was called in a callback: closed when it returns
 	wroteInCB bool       // a callback queued output: flush and check the caps after it
 	frame     frameState // framing (callback_frame.go)
+	pauseReq  bool       // a callback changed rdPaused: act on it after (callback_pause.go)
+
+	// rdPaused: the handler paused reading (PauseRead); finHeld
+	// (loop-owned): the peer's FIN came while paused, reported on resume.
+	rdPaused  atomic.Bool
+	finHeld   bool
+	stdResume chan struct{} // BackendStd: ResumeRead wakes the reader
 
 	drainer   Drainer      // h as a Drainer, or nil (callback_drain.go)
 	drainWant bool         // loop-owned: queued bytes passed the low-water mark
@@ -179,7 +186,7 @@ func (l *loop) registerCB(c *CallbackConn) {
 		c.startRecv() // callback_stream.go
 	}
 	c.callOpen()
-	if !c.closing {
+	if !c.closing && !c.rdPaused.Load() {
 		l.arm(&c.recvOp)
 	}
 }

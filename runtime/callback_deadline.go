@@ -49,7 +49,7 @@ func (l *loop) setDeadline(c *CallbackConn, d int64, write bool) {
 // checkRead closes c when it received nothing for its read timeout.
 func (c *CallbackConn) checkRead(now int64) {
 	tm := c.tm
-	if c.paused || c.rdEOF {
+	if c.paused || c.rdPaused.Load() || c.rdEOF {
 		tm.lastRead = now // not reading: nothing to wait for
 		return
 	}

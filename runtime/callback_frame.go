@@ -40,6 +40,11 @@ type frameState struct {
 	off    int    // bytes of rd consumed by Next and Discard
 	used   bool   // Peek, Next or Discard was called: keep rd[off:]
 	joined bool   // rd is kept with new bytes appended
+	fresh  int    // bytes at the end of kept received while paused, not yet delivered
+
+	// eofHeld is a MayBlocker connection's FIN that came while paused,
+	// run after the stash on resume (callback_pause.go).
+	eofHeld func()
 }
 
 // holdInput holds c's callback state for a framing method called in c's
@@ -144,6 +149,7 @@ func (c *CallbackConn) InboundBuffered() int {
 // bytes with data appended (copying data after them). It reports false
 // when the joined input would pass max bytes.
 func (f *frameState) join(data []byte, max int) ([]byte, bool) {
+	f.fresh = 0
 	if len(f.kept) == 0 {
 		f.rd, f.joined = data, false
 		return data, true
@@ -179,6 +185,10 @@ func (f *frameState) settle() {
 // onData runs OnData for data (on the loop, or c's worker): joined with
 // the input kept from the last call, if any.
 func (c *CallbackConn) onData(data []byte) {
+	if c.rdPaused.Load() {
+		c.frame.stash(data) // callback_pause.go
+		return
+	}
 	data, ok := c.frame.join(data, c.maxInbound())
 	if !ok {
 		c.inboundFull()
@@ -214,6 +224,10 @@ func (c *CallbackConn) inboundFull() {
 // stdOnData is onData for a BackendStd connection, on its reader
 // goroutine (a panic goes up to that goroutine's recover).
 func (c *CallbackConn) stdOnData(data []byte) {
+	if c.rdPaused.Load() {
+		c.frame.stash(data) // callback_pause.go
+		return
+	}
 	data, ok := c.frame.join(data, c.maxInbound())
 	if !ok {
 		c.inboundFull()

@@ -136,6 +136,9 @@ func (c *CallbackConn) afterCB() {
 		c.afterQueue()
 		c.noteDrainMark()
 	}
+	if c.pauseReq {
+		c.afterPauseCB() // callback_pause.go
+	}
 	if c.closeReq {
 		c.closeReq = false
 		c.closeOnLoop(nil)

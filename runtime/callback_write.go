@@ -27,7 +27,11 @@ var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 // called anywhere: from this connection's callbacks it queues at once (the
 // hot path: no lock, no allocation); from anywhere else (another
 // connection's callback on any loop, any goroutine) it is AsyncWrite: the
-// bytes are copied and posted to the connection's loop. Either way the
+// bytes are copied and posted to the connection's loop (a proxy writing
+// what one connection's OnData received to another connection thus pays
+// one allocation and copy for the post and one copy into the output
+// queue; only a write to the connection's own output from its OnData, by
+// WriteNoCopy, can skip the copy). Either way the
 // bytes of one writer leave in the order it wrote them. Errors: 0,
 // net.ErrClosed once the connection is closing or closed (after Close,
 // AsyncClose, or the end of the connection); 0, ErrWriteBufferFull past

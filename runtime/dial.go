@@ -229,6 +229,7 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 			return nil, err
 		}
 		cc := &CallbackConn{std: c, h: h}
+		cc.stdInit()
 		go rt.runStdCallback(cc)
 		return cc, nil
 	}

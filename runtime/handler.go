@@ -47,7 +47,11 @@ import (
 // OnDrained(c) when the queue falls to its low-water mark (SetLowWater),
 // so a publisher pauses for a slow subscriber or drops it. The runtime
 // stops reading a connection whose own queue passes 64 KiB (half of
-// MaxWriteBuffer when smaller), so an echo or proxy needs nothing.
+// MaxWriteBuffer when smaller), so an echo needs nothing. A proxy, whose
+// writes go to another connection, pauses its source with PauseRead when
+// the destination's OutboundBuffered passes a mark and resumes it with
+// ResumeRead from the destination's OnDrained: the peer is then slowed by
+// TCP flow control, with nothing lost and little held.
 //
 // Timers. c.AfterFunc(d, f) and c.Every(d, f) (gnet: OnTick, or a
 // goroutine) run f as a callback of c on its loop, so f writes directly;

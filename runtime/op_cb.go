@@ -140,6 +140,10 @@ func (c *CallbackConn) onRecv(o *op) {
 		}
 		c.noteRecv(int(res)) // callback_stream.go
 	case res == 0:
+		if !c.closing && !c.blocking && c.rdPaused.Load() {
+			c.rdEOF, c.finHeld = true, true // reported on resume (callback_pause.go)
+			break
+		}
 		c.readEOF()
 	case res == -int32(syscall.ENOBUFS):
 		l.stats.enobufs.Add(1)
@@ -162,11 +166,12 @@ func (c *CallbackConn) onRecv(o *op) {
 		c.maybeFinalize()
 		return
 	}
-	if c.stream != nil && (c.paused || c.stalled() || c.rdEOF) {
+	userPaused := c.rdPaused.Load() // callback_pause.go
+	if c.stream != nil && (c.paused || userPaused || c.stalled() || c.rdEOF) {
 		c.leaveStream() // callback_stream.go: a slow or finished peer gets no stream buffer
-		c.probing = c.paused
+		c.probing = c.paused || userPaused
 	}
-	if !o.armed && !c.paused && !c.rdEOF {
+	if !o.armed && !c.paused && !userPaused && !c.rdEOF {
 		if res == -int32(syscall.ENOBUFS) {
 			l.bufRing.Commit()
 		}
@@ -188,7 +193,7 @@ func (c *CallbackConn) readEOF() {
 	}
 	c.rdEOF = true // reads no more (readDone)
 	if c.blocking {
-		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+		eof := func() {
 			keep := false
 			if ok {
 				c.runCB(func(c *CallbackConn) { keep = hc.OnReadEOF(c) })
@@ -196,6 +201,13 @@ func (c *CallbackConn) readEOF() {
 			if !keep {
 				c.l.post(request{kind: reqFunc, fn: func() { c.closeOnLoop(io.EOF) }})
 			}
+		}
+		c.l.rt.pool.GoKey(uint64(c.fd.fd), func() {
+			if c.rdPaused.Load() {
+				c.frame.eofHeld = eof // after the stash, on resume (callback_pause.go)
+				return
+			}
+			eof()
 		})
 		return
 	}

@@ -159,7 +159,16 @@ func (rt *Runtime) serveStd(ln *stdListener, h Handler) error {
 }
 
 func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
-	rt.runStdCallback(&CallbackConn{std: c, h: h})
+	cc := &CallbackConn{std: c, h: h}
+	cc.stdInit()
+	rt.runStdCallback(cc)
+}
+
+// stdInit makes a BackendStd connection's channels (before any of its
+// methods may be called).
+func (c *CallbackConn) stdInit() {
+	c.stdClosed = make(chan struct{})
+	c.stdResume = make(chan struct{}, 1)
 }
 
 // runStdCallback reads cc's connection in this goroutine and calls its
@@ -167,7 +176,9 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	c, h := cc.std, cc.h
 	sc, _ := c.(*stdConn)
-	cc.stdClosed = make(chan struct{})
+	if cc.stdClosed == nil {
+		cc.stdInit()
+	}
 	cc.stdMaxIn = rt.cfg.MaxWriteBuffer
 	var closeErr error
 	defer func() {
@@ -188,6 +199,12 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	buf := make([]byte, rt.cfg.BufferSize)
 	resumed := true // the reader starts a Read after doing something else
 	for {
+		if cc.rdPaused.Load() {
+			resumed = true // a pause is not silence: the timeout counts after it
+		}
+		if !cc.stdWaitRead() { // callback_pause.go: PauseRead
+			return
+		}
 		if resumed && sc != nil {
 			// The read timeout counts the silence while the reader
 			// waits in Read: not the handler's time, nor a pause.
@@ -210,6 +227,9 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 					cc.stdTimeout(sc, terr)
 					return
 				}
+			}
+			if err == io.EOF && !cc.stdWaitRead() {
+				return // closed while paused: the FIN is not reported
 			}
 			if err != io.EOF && !errors.Is(err, net.ErrClosed) {
 				closeErr = err
