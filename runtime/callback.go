@@ -63,7 +63,11 @@ type CallbackConn struct {
 	closeReq  bool       // Close was called in a callback: closed when it returns
 	wroteInCB bool       // a callback queued output: flush and check the caps after it
 	frame     frameState // framing (callback_frame.go)
-	pauseReq  bool       // a callback changed rdPaused: act on it after (callback_pause.go)
+
+	cbG      atomic.Uintptr // the goroutine running a callback of c (curG), or 0
+	pauseReq bool           // a callback changed rdPaused: act on it after (callback_pause.go)
+	batching bool           // this callback's writes go to cbOut (callback_write.go)
+	cbOut    []byte         // them, posted as one request when the callback returns
 
 	// rdPaused: the handler paused reading (PauseRead); finHeld
 	// (loop-owned): the peer's FIN came while paused, reported on resume.
@@ -104,6 +108,8 @@ type CallbackConn struct {
 	stdErr   error // OnClose's error when the runtime closed it (ErrInboundFull)
 	stdMu    sync.Mutex
 	stdTm    stdTimers // its timers (callback_timer.go)
+
+	stdWMu sync.Mutex // BackendStd Write: one writer at a time (OnData holds it)
 
 	value any
 }

@@ -233,6 +233,11 @@ func (c *CallbackConn) stdOnData(data []byte) {
 		c.inboundFull()
 		return
 	}
+	if haveCurG {
+		// What OnData writes stays contiguous: other writers wait.
+		c.stdWMu.Lock()
+		defer c.stdWMu.Unlock()
+	}
 	c.enterCB()
 	c.h.OnData(c, data)
 	c.leaveCB()

@@ -32,21 +32,49 @@ var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 // one allocation and copy for the post and one copy into the output
 // queue; only a write to the connection's own output from its OnData, by
 // WriteNoCopy, can skip the copy). Either way the
-// bytes of one writer leave in the order it wrote them. Errors: 0,
+// bytes of one writer leave in the order it wrote them, and what one
+// callback of the connection writes leaves contiguous: no other writer's
+// bytes come between them (a MayBlocker handler's callback has its writes
+// posted together when it returns; a callback's writes that follow
+// AsyncWrites not yet queued likewise go together after those). Errors: 0,
 // net.ErrClosed once the connection is closing or closed (after Close,
 // AsyncClose, or the end of the connection); 0, ErrWriteBufferFull past
 // the caps (see ErrWriteBufferFull). With BackendStd it writes to the
 // net.Conn (blocking until written).
 func (c *CallbackConn) Write(p []byte) (int, error) {
 	if c.std != nil {
+		if haveCurG && c.cbG.Load() == curG() {
+			return c.stdWrite(p) // OnData holds stdWMu (stdOnData)
+		}
+		c.stdWMu.Lock()
+		defer c.stdWMu.Unlock()
 		return c.stdWrite(p)
 	}
-	if !c.blocking && c.hold() {
-		n, err := c.writeHeld(p, false)
+	if c.hold() {
+		var n int
+		var err error
+		if c.blocking {
+			n, err = c.writeHeldBlocking(p)
+		} else {
+			n, err = c.writeHeld(p, false)
+		}
 		c.unhold()
 		return n, err
 	}
 	return c.post(p)
+}
+
+// writeHeldBlocking is writeHeld on a MayBlocker connection's worker: the
+// output queue is the loop's, so the callback's writes are collected and
+// posted together when it returns (batch), which keeps them contiguous.
+func (c *CallbackConn) writeHeldBlocking(p []byte) (int, error) {
+	if c.closeReq {
+		return 0, net.ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return c.batch(p)
 }
 
 // WriteNoCopy is Write for (part of) the data OnData is being called with,
@@ -106,13 +134,14 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 	if c.closing || c.closeReq {
 		return 0, net.ErrClosed
 	}
-	if c.pendingWrites.Load() > 0 {
-		// Writes of this callback already went through the request queue
-		// (the state was held elsewhere at the time): stay behind them.
-		return c.post(p)
-	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.batching || !c.wroteInCB && c.pendingWrites.Load() > 0 {
+		// AsyncWrites posted before this callback's first write are on
+		// their way: its writes go after them, together (batch). Once
+		// its first write is queued, the rest follow it.
+		return c.batch(p)
 	}
 	// AsyncWrites of other goroutines check queued and posted: this one
 	// counts what they posted, and publishes what it queues before
@@ -152,20 +181,8 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 		return 0, nil
 	}
 	l := c.l
-	rt := l.rt
 	n := int64(len(p))
-	if q := c.posted.Add(n) - n + c.queued.Load(); q > 0 && q+n > int64(rt.cfg.MaxWriteBuffer) {
-		c.posted.Add(-n)
-		l.budget.refused[capConn].Add(1)
-		c.refused()
-		return 0, ErrWriteBufferFull
-	}
-	max := rt.cfg.MaxBufferedBytes
-	if max > 0 && rt.budget.posted.Add(n)+rt.budget.held.Load() > max {
-		rt.budget.posted.Add(-n)
-		c.posted.Add(-n)
-		c.refusedByRuntime() // callback_bounds.go
-		c.refused()
+	if !c.reserve(n, false) {
 		return 0, ErrWriteBufferFull
 	}
 	data := append([]byte(nil), p...)
@@ -180,6 +197,76 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	l.mu.Unlock()
 	l.wake()
 	return len(p), nil
+}
+
+// reserve counts n bytes about to be posted against the caps; past one it
+// counts nothing, records the refusal and reports false. The bytes already
+// queued are c.outq.n on the loop (onLoop), else c.queued, read after the
+// bytes are counted as posted: the loop counts bytes as queued before it
+// stops counting them as posted (queueAsync), so no moment has them in
+// neither.
+func (c *CallbackConn) reserve(n int64, onLoop bool) bool {
+	rt := c.l.rt
+	q := c.posted.Add(n) - n
+	if onLoop {
+		q += int64(c.outq.n)
+	} else {
+		q += c.queued.Load()
+	}
+	if q > 0 && q+n > int64(rt.cfg.MaxWriteBuffer) {
+		c.posted.Add(-n)
+		c.l.budget.refused[capConn].Add(1)
+		c.refused()
+		return false
+	}
+	max := rt.cfg.MaxBufferedBytes
+	if max > 0 && rt.budget.posted.Add(n)+rt.budget.held.Load() > max {
+		rt.budget.posted.Add(-n)
+		c.posted.Add(-n)
+		c.refusedByRuntime() // callback_bounds.go
+		c.refused()
+		return false
+	}
+	return true
+}
+
+// batch takes a write of c's own callback (loop, holding the state) while
+// AsyncWrites posted before it have not reached the queue: the callback's
+// bytes must leave after those, and together, so they are collected in
+// cbOut and posted as one request when the callback returns (postBatch).
+// Another writer's bytes can then come before or after them, never
+// between.
+func (c *CallbackConn) batch(p []byte) (int, error) {
+	if c.wrClosed.Load() {
+		return 0, net.ErrClosed
+	}
+	if !c.reserve(int64(len(p)), !c.blocking) { // a worker: outq is the loop's
+		return 0, ErrWriteBufferFull
+	}
+	if !c.batching {
+		c.batching = true
+		c.pendingWrites.Add(1) // the fd stays open until the batch is queued
+	}
+	c.cbOut = append(c.cbOut, p...)
+	return len(p), nil
+}
+
+// postBatch posts what the callback that just returned collected in cbOut
+// (its runner: the loop, or the worker).
+func (c *CallbackConn) postBatch() {
+	data := c.cbOut
+	c.batching, c.cbOut = false, nil
+	l := c.l
+	l.mu.Lock()
+	if l.exited {
+		l.mu.Unlock()
+		c.unpost(int64(len(data)))
+		c.pendingWrites.Add(-1)
+		return
+	}
+	l.queue = append(l.queue, request{kind: reqCBWrite, cc: c, data: data})
+	l.mu.Unlock()
+	l.wake()
 }
 
 // unpost takes n posted bytes off the accounts.

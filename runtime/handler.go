@@ -36,8 +36,11 @@ import (
 // AsyncClose work from any callback of any connection on any loop and from
 // any goroutine (gnet: Write in OnTraffic, AsyncWrite elsewhere). In the
 // connection's own callback Write queues at once; elsewhere it posts a copy
-// to the connection's loop. Each writer's bytes leave in its order; nothing
-// races. Errors: net.ErrClosed once the connection is closing.
+// to the connection's loop. Each writer's bytes leave in its
+// order, and what one callback of the connection writes leaves contiguous,
+// whatever other writers do; nothing races. A MayBlocker callback's writes
+// are sent when it returns. Errors: net.ErrClosed once the connection is
+// closing.
 //
 // Backpressure. Each connection's queued output is capped by
 // Config.MaxWriteBuffer and all queues together by MaxBufferedBytes: past
