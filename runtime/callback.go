@@ -68,6 +68,7 @@ type CallbackConn struct {
 	pauseReq bool           // a callback changed rdPaused: act on it after (callback_pause.go)
 	batching bool           // this callback's writes go to cbOut (callback_write.go)
 	cbOut    []byte         // them, posted as one request when the callback returns
+	direct   []byte         // loop-owned: the kept input's free space a recv reads into (callback_kept.go)
 
 	// rdPaused: the handler paused reading (PauseRead); finHeld
 	// (loop-owned): the peer's FIN came while paused, reported on resume.
@@ -123,6 +124,7 @@ func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
 	if hf, ok := h.(HandlerFuncs); ok && hf.Drained == nil {
 		cc.drainer = nil
 	}
+	cc.frame.pool = &fd.l.rt.kept
 	cc.recvOp = op{kind: opCBRecv, fd: fd.fd, cc: cc}
 	cc.sendOp = op{kind: opCBSend, fd: fd.fd, cc: cc}
 	return cc

@@ -15,7 +15,9 @@ import (
 // connection's own buffer, appends the next bytes received after them and
 // passes the joined bytes to the next OnData (whose data then starts with
 // the kept bytes). A frame split across receives thus reaches the parser
-// whole, and the handler copies nothing itself.
+// whole, and the handler copies nothing itself. For large frames see
+// callback_kept.go: the buffer is pooled and grows geometrically, and the
+// recv reads the rest of a frame straight into it.
 
 // ErrNotInCallback is returned by Peek, Next and Discard when called
 // other than from the connection's own OnData (another callback, another
@@ -23,9 +25,11 @@ import (
 var ErrNotInCallback = errors.New("uringrt: not called from the connection's OnData")
 
 // ErrInboundFull is the error OnClose gets when a handler kept more than
-// Config.MaxWriteBuffer bytes of unconsumed input (a frame larger than any
-// the server accepts, or a parser that never consumes): the connection is
-// closed rather than buffering without bound.
+// Config.MaxWriteBuffer bytes of unconsumed input when an OnData returned
+// (a frame larger than any the server accepts, or a parser that never
+// consumes): the connection is closed rather than buffering without
+// bound. The cap counts what the handler kept, not the new bytes an
+// OnData is given with it.
 var ErrInboundFull = errors.New("uringrt: unconsumed input over MaxWriteBuffer")
 
 // keptMaxIdle is the largest kept-input buffer a connection keeps once
@@ -41,6 +45,8 @@ type frameState struct {
 	used   bool   // Peek, Next or Discard was called: keep rd[off:]
 	joined bool   // rd is kept with new bytes appended
 	fresh  int    // bytes at the end of kept received while paused, not yet delivered
+	want   int    // bytes a Peek or Next past the input asked for (callback_kept.go)
+	pool   *keptPool
 
 	// eofHeld is a MayBlocker connection's FIN that came while paused,
 	// run after the stash on resume (callback_pause.go).
@@ -68,8 +74,12 @@ func (c *CallbackConn) holdInput() (*frameState, bool) {
 // all of it). Past what is buffered it returns all that is buffered and
 // io.ErrShortBuffer. The bytes are valid until OnData returns; calling Peek
 // makes the bytes not consumed by Next or Discard stay for the next
-// OnData. From anywhere but the connection's OnData it returns nil,
-// ErrNotInCallback.
+// OnData. A Peek past what is buffered also tells the runtime how many
+// bytes the handler waits for (up to Config.MaxWriteBuffer): it makes
+// room for them once and reads the rest of a large frame straight into
+// that room, so a frame of any size costs about one copy per byte (the
+// kernel's). From anywhere but the connection's OnData, another goroutine
+// included, it returns nil, ErrNotInCallback.
 func (c *CallbackConn) Peek(n int) ([]byte, error) {
 	f, ok := c.holdInput()
 	if !ok {
@@ -81,6 +91,7 @@ func (c *CallbackConn) Peek(n int) ([]byte, error) {
 		return buf, nil
 	}
 	if n > len(buf) {
+		f.want = min(n, c.maxInbound()) // callback_kept.go
 		return buf, io.ErrShortBuffer
 	}
 	return buf[:n:n], nil
@@ -88,7 +99,8 @@ func (c *CallbackConn) Peek(n int) ([]byte, error) {
 
 // Next returns the next n bytes of input and consumes them (n < 0: all of
 // it). Past what is buffered it consumes nothing and returns nil,
-// io.ErrShortBuffer. The bytes are valid until OnData returns. From
+// io.ErrShortBuffer (and, as Peek does, tells the runtime how many bytes
+// the handler waits for). The bytes are valid until OnData returns. From
 // anywhere but the connection's OnData it returns nil, ErrNotInCallback.
 func (c *CallbackConn) Next(n int) ([]byte, error) {
 	f, ok := c.holdInput()
@@ -101,6 +113,7 @@ func (c *CallbackConn) Next(n int) ([]byte, error) {
 		n = len(buf)
 	}
 	if n > len(buf) {
+		f.want = min(n, c.maxInbound()) // callback_kept.go
 		return nil, io.ErrShortBuffer
 	}
 	f.off += n
@@ -146,24 +159,27 @@ func (c *CallbackConn) InboundBuffered() int {
 }
 
 // join returns the data for the next OnData: data itself, or the kept
-// bytes with data appended (copying data after them). It reports false
-// when the joined input would pass max bytes.
-func (f *frameState) join(data []byte, max int) ([]byte, bool) {
-	f.fresh = 0
-	if len(f.kept) == 0 {
+// bytes with data appended (copying data after them, unless a recv read
+// it there).
+func (f *frameState) join(data []byte) []byte {
+	f.fresh, f.want = 0, 0
+	switch {
+	case f.inKept(data): // callback_kept.go: read straight into kept
+		f.kept = f.kept[:len(f.kept)+len(data)]
+	case len(f.kept) == 0:
 		f.rd, f.joined = data, false
-		return data, true
+		return data
+	default:
+		f.need(len(data))
+		f.kept = append(f.kept, data...)
 	}
-	if len(f.kept)+len(data) > max {
-		return nil, false
-	}
-	f.kept = append(f.kept, data...)
 	f.rd, f.joined = f.kept, true
-	return f.kept, true
+	return f.kept
 }
 
 // settle ends an OnData: the bytes left unconsumed of a call that used
-// Peek, Next or Discard are kept, others are dropped.
+// Peek, Next or Discard are kept, others are dropped. When the handler
+// asked for more than it got (want), kept is made room for all of it.
 func (f *frameState) settle() {
 	if f.rd == nil {
 		return
@@ -171,14 +187,22 @@ func (f *frameState) settle() {
 	rd, off, used, joined := f.rd, f.off, f.used, f.joined
 	f.rd, f.off, f.used, f.joined = nil, 0, false, false
 	switch {
+	case used && off == 0 && joined:
+		// rd is kept and nothing was consumed: it stays as it is.
 	case used && off < len(rd) && joined:
 		f.kept = f.kept[:copy(f.kept, rd[off:])] // rd is kept: move the rest down
 	case used && off < len(rd):
-		f.kept = append(f.kept[:0], rd[off:]...)
-	case cap(f.kept) > keptMaxIdle:
-		f.kept = nil
-	default:
 		f.kept = f.kept[:0]
+		f.need(max(len(rd)-off, f.want))
+		f.kept = append(f.kept, rd[off:]...)
+	default:
+		f.release()
+	}
+	if !used {
+		f.want = 0
+	}
+	if f.want > len(f.kept) {
+		f.need(f.want - len(f.kept)) // callback_kept.go: room for the frame
 	}
 }
 
@@ -189,11 +213,13 @@ func (c *CallbackConn) onData(data []byte) {
 		c.frame.stash(data) // callback_pause.go
 		return
 	}
-	data, ok := c.frame.join(data, c.maxInbound())
-	if !ok {
-		c.inboundFull()
-		return
+	c.runOnData(c.frame.join(data))
+	if len(c.frame.kept) > c.maxInbound() {
+		c.inboundFull() // what the handler kept, not what it was given
 	}
+}
+
+func (c *CallbackConn) runOnData(data []byte) {
 	c.enterCB()
 	defer c.exitCB()
 	c.h.OnData(c, data)
@@ -228,11 +254,13 @@ func (c *CallbackConn) stdOnData(data []byte) {
 		c.frame.stash(data) // callback_pause.go
 		return
 	}
-	data, ok := c.frame.join(data, c.maxInbound())
-	if !ok {
-		c.inboundFull()
-		return
+	c.stdRunOnData(c.frame.join(data))
+	if len(c.frame.kept) > c.maxInbound() {
+		c.inboundFull() // what the handler kept, not what it was given
 	}
+}
+
+func (c *CallbackConn) stdRunOnData(data []byte) {
 	if haveCurG {
 		// What OnData writes stays contiguous: other writers wait.
 		c.stdWMu.Lock()

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if d := os.Getenv("URINGRT_CPU_HOG"); d != "" {
 		os.Exit(cpuHog(d))
 	}
+	if spec := os.Getenv("URINGRT_FRAME_CLIENT"); spec != "" {
+		os.Exit(frameClient(spec)) // callback_frame_bench_test.go
+	}
 	os.Exit(m.Run())
 }
 

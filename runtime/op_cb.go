@@ -19,6 +19,13 @@ import (
 // (6.0+), single-shot with buffer selection (Config.DisableMultishot), or
 // into the conn's own buffer (no buffer ring).
 func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
+	if room := o.cc.directRoom(); room != nil {
+		// callback_kept.go: a large frame's bytes, straight into the
+		// kept input.
+		o.cc.direct = room
+		sqe.PrepRecv(o.fd, room, 0)
+		return
+	}
 	if l.bufRing == nil {
 		sqe.PrepRecv(o.fd, o.buf, 0)
 		return
@@ -90,6 +97,8 @@ func (c *CallbackConn) sendsMsg() bool { return c.sendMsg.Iovlen > 0 }
 func (c *CallbackConn) onRecv(o *op) {
 	l := c.l
 	res := o.res
+	direct := c.direct // the recv read into the kept input (callback_kept.go)
+	c.direct = nil
 	switch {
 	case res > 0 && l.bundles && o.flags&netpoll.CQEFBuffer != 0:
 		// Every CQE of a bundle recv, however small: its buffer may
@@ -109,6 +118,8 @@ func (c *CallbackConn) onRecv(o *op) {
 		switch {
 		case hasBuf:
 			data, recycle = l.bufRing.Take(id, int(res), o.flags)
+		case direct != nil:
+			data = direct[:res]
 		case c.stream != nil:
 			data = c.stream[:res]
 		default:
@@ -123,11 +134,12 @@ func (c *CallbackConn) onRecv(o *op) {
 			switch {
 			case recycle:
 				recycle = !c.deliverOffered(data, id, 1)
-			case hasBuf:
+			case hasBuf, direct != nil:
 				// An incremental buffer the kernel still fills
 				// (a multishot recv whose cancel for stream mode
 				// has not landed yet): neither it nor c's stream
-				// buffer, which data is not in, may be lent.
+				// buffer, which data is not in, may be lent. Nor
+				// the kept input.
 				c.deliver(data)
 			case c.stream != nil:
 				c.deliverStream(data) // callback_stream.go
@@ -167,6 +179,11 @@ func (c *CallbackConn) onRecv(o *op) {
 		return
 	}
 	userPaused := c.rdPaused.Load() // callback_pause.go
+	if o.armed && !c.paused && !userPaused && c.directRoom() != nil {
+		// A multishot recv while the handler waits for a large frame:
+		// its last completion re-arms the recv into the kept input.
+		l.cancelOp(o)
+	}
 	if c.stream != nil && (c.paused || userPaused || c.stalled() || c.rdEOF) {
 		c.leaveStream() // callback_stream.go: a slow or finished peer gets no stream buffer
 		c.probing = c.paused || userPaused

@@ -54,6 +54,7 @@ type Runtime struct {
 	panics      atomic.Uint64
 
 	budget rtBudget  // budget.go
+	kept   keptPool  // framing's kept-input buffers (callback_kept.go)
 	idle   idleSweep // idle.go
 }
 

@@ -180,6 +180,7 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		cc.stdInit()
 	}
 	cc.stdMaxIn = rt.cfg.MaxWriteBuffer
+	cc.frame.pool = &rt.kept
 	var closeErr error
 	defer func() {
 		if v := recover(); v != nil {
@@ -211,9 +212,13 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 			sc.noteRead()
 		}
 		resumed = true
-		n, err := c.Read(buf)
+		rbuf := buf
+		if room := cc.directRoom(); room != nil {
+			rbuf = room // callback_kept.go: a large frame, straight into the kept input
+		}
+		n, err := c.Read(rbuf)
 		if n > 0 {
-			cc.stdOnData(buf[:n])
+			cc.stdOnData(rbuf[:n])
 		}
 		if err != nil {
 			if sc != nil && errors.Is(err, os.ErrDeadlineExceeded) {
