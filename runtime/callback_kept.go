@@ -25,6 +25,12 @@ var _ = [1]struct{}{}[len(keptPool{}.classes)-(bits.Len(keptPoolMax)-keptPoolShi
 //     (a single-shot recv into it, as a goroutine-per-connection server
 //     reads into its frame buffer), so the kernel's copy is the only one.
 //     OnData still runs after each of those recvs, with the kept bytes.
+//     The room is made when the handler asks, before the bytes come, so
+//     a connection may hold up to the frame size it waits for (at most
+//     MaxWriteBuffer, the same bound as before, when a peer had to send
+//     the bytes first). Growing it with the bytes received instead (to
+//     four times them at most) cost a third more CPU per 1 MiB frame
+//     (BENCHMARKS.md).
 //   - When OnData consumed none of the kept bytes they stay where they
 //     are (no move).
 //
