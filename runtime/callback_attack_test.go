@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -960,4 +961,72 @@ func dialReading(t *testing.T, addr string, opened <-chan *CallbackConn) (net.Co
 		t.Fatal("no OnOpen")
 		return nil, nil
 	}
+}
+
+// TestCallbackWriteCapRacesAsyncWrite races, many times over, one write of
+// a connection's own callback (writeHeld) with one AsyncWrite's
+// reservation, each of which fits the cap alone and not both: at most one
+// may be accepted. The callback's write used to read the posted bytes
+// before publishing its own as queued while the AsyncWrite posted first
+// and then read the queued bytes, so both could pass.
+func TestCallbackWriteCapRacesAsyncWrite(t *testing.T) {
+	const mwb, pre, w = 4 << 10, 1 << 10, 2 << 10 // pre+w fits, pre+2w does not
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: mwb, MaxBufferedBytes: -1})
+	opened := make(chan *CallbackConn, 1)
+	ln := serveCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }})
+	peer, c := dialReading(t, ln.Addr().String(), opened)
+	defer peer.Close()
+	var (
+		round, done atomic.Int64 // the round the poster is to run; the last it ran
+		postOK      atomic.Bool
+		both, races int
+	)
+	const rounds = 200000
+	go func() { // the AsyncWrite's side: post's reservation
+		for r := int64(1); r <= rounds; r++ {
+			for round.Load() < r {
+				if round.Load() < 0 {
+					return
+				}
+				runtime.Gosched()
+			}
+			postOK.Store(c.reserve(w, false))
+			done.Store(r)
+		}
+	}()
+	defer round.Store(-1)
+	buf := make([]byte, w)
+	deadline := time.Now().Add(5 * time.Second)
+	onLoop(c.l, func() { // the loop, holding c's state as its callback would
+		for r := int64(1); r <= rounds && time.Now().Before(deadline); r++ {
+			c.outq.release(c.l)
+			c.queued.Store(0)
+			c.wroteInCB = false
+			if _, err := c.writeHeld(buf[:pre], false); err != nil {
+				t.Errorf("round %d: prefill: %v", r, err)
+				return
+			}
+			round.Store(r)
+			for range r % 8 { // stagger the two sides
+				runtime.Gosched()
+			}
+			_, err := c.writeHeld(buf, false)
+			for done.Load() < r {
+				runtime.Gosched()
+			}
+			races++
+			if err == nil && postOK.Load() {
+				both++
+			}
+			if postOK.Load() {
+				c.unpost(w)
+			}
+		}
+		c.outq.release(c.l)
+		c.queued.Store(0)
+	})
+	if both > 0 {
+		t.Fatalf("%d of %d rounds: a callback's write and an AsyncWrite both passed MaxWriteBuffer %d (%d queued + %d + %d)", both, races, mwb, pre, w, w)
+	}
+	t.Logf("%d rounds", races)
 }

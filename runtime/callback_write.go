@@ -143,11 +143,15 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 		// its first write is queued, the rest follow it.
 		return c.batch(p)
 	}
-	// AsyncWrites of other goroutines check queued and posted: this one
-	// counts what they posted, and publishes what it queues before
-	// copying it (not at the next flush), so that neither passes the cap
-	// on a stale view of the other.
+	// AsyncWrites of other goroutines add to posted and then read queued:
+	// this write claims its bytes in queued first and then reads posted
+	// (and gives the claim back if refused), so of two writes racing for
+	// the last room at least one sees the other (both order a store
+	// before a load; Go's atomics are sequentially consistent). Reading
+	// posted before publishing queued let both pass the cap.
+	c.queued.Store(int64(c.outq.n + len(p))) // (queue takes all of p: c is not closing)
 	if q := c.outq.n + int(c.posted.Load()); q > 0 && q+len(p) > c.l.rt.cfg.MaxWriteBuffer {
+		c.queued.Store(int64(c.outq.n))
 		c.drainReq.Store(true)
 		c.l.budget.refused[capConn].Add(1)
 		return 0, ErrWriteBufferFull
@@ -158,12 +162,12 @@ func (c *CallbackConn) writeHeld(p []byte, noCopy bool) (int, error) {
 	}
 	c.rtAllow = max(c.rtAllow-len(p), 0)
 	if !ok {
+		c.queued.Store(int64(c.outq.n))
 		c.refusedByRuntime()
 		c.drainReq.Store(true)
 		c.rtFull = true // afterCB stops reading c until the runtime drains
 		return 0, ErrWriteBufferFull
 	}
-	c.queued.Store(int64(c.outq.n + len(p))) // (queue takes all of p: c is not closing)
 	c.queue(p, noCopy)
 	if reserved {
 		c.l.rt.budgetWriteDone(int64(len(p)))
