@@ -1,0 +1,321 @@
+package uringhttp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net"
+)
+
+// body is a request's Body: it reads the connection's input as it
+// arrives, decoding chunked encoding, while the loop appends to that input
+// and pauses reading when the handler falls 64 KiB behind, so that an
+// upload of any size holds at most that much memory.
+type body struct {
+	h       *hconn
+	w       *response
+	req     *http.Request
+	chunked bool
+	remain  int64 // Content-Length bytes left; in chunked mode, of the current chunk
+
+	continueReader bool // Expect: 100-continue, sent at the first Read
+
+	// chunked decoding state
+	cstate  int
+	excess  int64
+	trailer bool
+
+	sawEOF     bool
+	closed     bool
+	earlyClose bool
+	err        error // a sticky decoding error
+}
+
+const (
+	csSize = iota
+	csData
+	csCRLF
+	csTrailer
+	csDone
+)
+
+var errBodyTimeout = &net.OpError{Op: "read", Net: "tcp", Err: timeoutError{}}
+
+// Read implements io.Reader.
+func (b *body) Read(p []byte) (int, error) {
+	if b.continueReader {
+		if b.closed {
+			return 0, http.ErrBodyReadAfterClose
+		}
+		b.w.writeContinue()
+	}
+	h := b.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.readLocked(p)
+}
+
+// readLocked reads with h.mu held, waiting for input when none is there.
+func (b *body) readLocked(p []byte) (int, error) {
+	h := b.h
+	if b.sawEOF {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := b.decode(p)
+		if n > 0 || err != nil {
+			if err == io.EOF {
+				b.sawEOF = true
+			} else if err != nil {
+				b.err = err
+			}
+			if err == nil && !b.chunked && b.remain == 0 {
+				b.sawEOF = true
+				err = io.EOF
+			}
+			return n, err
+		}
+		if h.rexp.Load() {
+			b.err = errBodyTimeout
+			return 0, b.err
+		}
+		if h.rdErr != nil {
+			b.err = io.ErrUnexpectedEOF
+			return 0, b.err
+		}
+		h.wait++
+		h.cond.Wait()
+		h.wait--
+	}
+}
+
+// decode takes body bytes out of the buffered input into p: (0, nil) when
+// more input is needed.
+func (b *body) decode(p []byte) (int, error) {
+	h := b.h
+	if !b.chunked {
+		in := h.in[h.r:]
+		if len(in) == 0 {
+			return 0, nil
+		}
+		n := min(int64(len(p)), int64(len(in)), b.remain)
+		copy(p, in[:n])
+		h.consumed(int(n))
+		b.remain -= n
+		return int(n), nil
+	}
+	total := 0
+	for {
+		in := h.in[h.r:]
+		switch b.cstate {
+		case csSize:
+			i := bytes.IndexByte(in, '\n')
+			if i < 0 {
+				if len(in) >= 4096 {
+					return total, errLineTooLong
+				}
+				return total, nil
+			}
+			line := in[:i+1]
+			if idx := bytes.IndexByte(line, '\r'); idx == -1 {
+				return total, errors.New("chunked line ends with bare LF")
+			} else if idx != len(line)-2 {
+				return total, errors.New("invalid CR in chunked line")
+			}
+			line = line[:len(line)-2]
+			if len(line) >= 4096 {
+				return total, errLineTooLong
+			}
+			b.excess += int64(len(line)) + 2
+			for len(line) > 0 && (line[len(line)-1] == ' ' || line[len(line)-1] == '\t') {
+				line = line[:len(line)-1]
+			}
+			if j := bytes.IndexByte(line, ';'); j >= 0 {
+				line = line[:j]
+			}
+			n, err := parseHexUint(line)
+			if err != nil {
+				return total, err
+			}
+			h.consumed(i + 1)
+			b.excess -= 16 + 2*int64(n)
+			b.excess = max(b.excess, 0)
+			if b.excess > 16*1024 {
+				return total, errors.New("chunked encoding contains too much non-data")
+			}
+			if n == 0 {
+				b.cstate = csTrailer
+				continue
+			}
+			if total > 0 {
+				// have data: do not wait for the next chunk
+				b.remain, b.cstate = int64(n), csData
+				return total, nil
+			}
+			b.remain, b.cstate = int64(n), csData
+		case csData:
+			if len(in) == 0 || len(p) == 0 {
+				return total, nil
+			}
+			n := min(int64(len(p)), int64(len(in)), b.remain)
+			copy(p, in[:n])
+			h.consumed(int(n))
+			p = p[n:]
+			total += int(n)
+			b.remain -= n
+			if b.remain == 0 {
+				b.cstate = csCRLF
+			}
+		case csCRLF:
+			if len(in) < 2 {
+				return total, nil
+			}
+			if in[0] != '\r' || in[1] != '\n' {
+				return total, errors.New("malformed chunked encoding")
+			}
+			h.consumed(2)
+			b.cstate = csSize
+			if total > 0 {
+				if i := bytes.IndexByte(in[2:], '\n'); i < 0 {
+					return total, nil
+				}
+			}
+		case csTrailer:
+			if total > 0 {
+				return total, nil
+			}
+			if len(in) >= 2 && in[0] == '\r' && in[1] == '\n' {
+				h.consumed(2)
+				b.cstate = csDone
+				return 0, io.EOF
+			}
+			end := trailerEnd(in)
+			if end < 0 {
+				if len(in) >= 4096 {
+					return 0, errors.New("http: suspiciously long trailer after chunked body")
+				}
+				return 0, nil
+			}
+			hdr, err := parseHeader(string(in[:end]))
+			if err != nil {
+				return 0, err
+			}
+			h.consumed(end)
+			if b.req.Trailer == nil {
+				b.req.Trailer = hdr
+			} else {
+				for k, v := range hdr {
+					b.req.Trailer[k] = v
+				}
+			}
+			b.cstate = csDone
+			return 0, io.EOF
+		case csDone:
+			return total, io.EOF
+		}
+	}
+}
+
+// trailerEnd returns the length of the trailer block (ending with a blank
+// line) at the start of b, or -1.
+func trailerEnd(b []byte) int {
+	i := 0
+	for {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		line := b[i : i+j]
+		i += j + 1
+		if len(line) == 0 || len(line) == 1 && line[0] == '\r' {
+			return i
+		}
+	}
+}
+
+var errLineTooLong = errors.New("header line too long")
+
+func parseHexUint(v []byte) (n uint64, err error) {
+	if len(v) == 0 {
+		return 0, errors.New("empty hex number for chunk length")
+	}
+	for i, b := range v {
+		switch {
+		case '0' <= b && b <= '9':
+			b = b - '0'
+		case 'a' <= b && b <= 'f':
+			b = b - 'a' + 10
+		case 'A' <= b && b <= 'F':
+			b = b - 'A' + 10
+		default:
+			return 0, errors.New("invalid byte in chunk length")
+		}
+		if i == 16 {
+			return 0, errors.New("http chunk length too large")
+		}
+		n <<= 4
+		n |= uint64(b)
+	}
+	return
+}
+
+// unreadKnown is the body bytes known to remain (mu held): a Content-Length
+// body's remainder, 0 for chunked.
+func (b *body) unreadKnown() int64 {
+	if b.chunked || b.sawEOF {
+		return 0
+	}
+	return b.remain
+}
+
+// Close implements io.Closer: the rest of the body is read and dropped
+// (up to 256 KiB, beyond which the connection is not reused), so that the
+// next request can be read.
+func (b *body) Close() error {
+	h := b.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	var err error
+	switch {
+	case b.sawEOF:
+	case b.continueReader && b.w.canWriteContinue.Load():
+		// The client was not told to send the body: nothing to drop, and
+		// the connection closes.
+		b.earlyClose = true
+	case !b.chunked && b.remain > maxPostHandlerReadBytes:
+		b.earlyClose = true
+	default:
+		var buf [4096]byte
+		var n int64
+		for n < maxPostHandlerReadBytes {
+			m, e := b.readLocked(buf[:min(len(buf), int(maxPostHandlerReadBytes-n))])
+			n += int64(m)
+			if e == io.EOF {
+				break
+			}
+			if e != nil {
+				err = e
+				break
+			}
+		}
+		if n >= maxPostHandlerReadBytes {
+			b.earlyClose = true
+		}
+	}
+	b.closed = true
+	return err
+}
+

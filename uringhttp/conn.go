@@ -1,0 +1,689 @@
+package uringhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
+)
+
+// hconn is one connection's state. An idle keep-alive connection holds
+// this struct and nothing else: no goroutine, no buffer (input and output
+// buffers come from pools while a request is under way).
+//
+// The loop (OnData, OnReadEOF, OnClose, OnDrained) and the goroutine
+// serving a request share it under mu.
+type hconn struct {
+	srv *srvHandler
+	c   *uringrt.CallbackConn
+
+	mu     sync.Mutex
+	cond   sync.Cond // a body or hijacked-conn reader waits for input (L is &mu)
+	in     []byte    // input received while a request is served (pooled), read from r
+	r      int
+	rdErr  error // input ended: io.EOF (peer's FIN), net.ErrClosed, a timeout
+	busy   bool  // a goroutine serves a request
+	dead   bool  // answered an error or closing: input is ignored
+	closed bool  // OnClose ran
+	paused bool  // reading paused for backpressure
+	wait   int   // readers waiting on cond
+	drain  chan struct{}
+	hj     *hijackConn
+	post   bool // the last request was a POST (leading CRLF tolerance)
+	kept   int  // bytes of a partial head the runtime keeps for the next OnData
+
+	cur    atomic.Pointer[response] // the request in flight, for cancellation
+	phase  atomic.Int32             // for the timeout sweep
+	since  atomic.Int64             // coarse ns when the phase began
+	reqAt  atomic.Int64             // coarse ns when the request in flight was read
+	wexp   atomic.Bool              // WriteTimeout passed: writes fail
+	rexp   atomic.Bool              // ReadTimeout passed: body reads fail
+	shut   atomic.Bool              // closing for Shutdown/Close
+	ctx    context.Context          // connection context (ConnContext), lazily
+	raddr  string
+	netc   net.Conn // the connection as a net.Conn for hooks (lazily)
+	out    []byte   // response bytes not yet handed to the connection (serving goroutine only)
+	werr   error    // a write failed (serving goroutine only)
+	hasOut bool
+}
+
+// phases of a connection, for the timeout sweep
+const (
+	phaseNew    = iota // accepted, no request yet
+	phaseIdle          // between requests
+	phaseHead          // a request head is arriving
+	phaseActive        // a request is being served
+)
+
+const (
+	inHighWater = 64 << 10 // pause reading when this much input waits
+	inLowWater  = 16 << 10 // and resume under this
+	outFlushAt  = 4 << 10  // connection-level output buffer, as net/http's bufio.Writer
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) == 4096 {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
+}
+
+func (h *hconn) conn() *uringrt.CallbackConn { return h.c }
+
+// netConn returns the connection as a net.Conn (the same value every call).
+func (h *hconn) netConn() net.Conn {
+	if h.netc == nil {
+		h.netc = &hookConn{h: h}
+	}
+	return h.netc
+}
+
+func (h *hconn) remoteAddr() string {
+	if h.raddr == "" {
+		if a := h.c.RemoteAddr(); a != nil {
+			h.raddr = a.String()
+		}
+	}
+	return h.raddr
+}
+
+func (h *hconn) setState(st http.ConnState) {
+	if f := h.srv.s.ConnState; f != nil {
+		f(h.netConn(), st)
+	}
+}
+
+func (h *hconn) setPhase(p int32) {
+	h.phase.Store(p)
+	if h.srv.s.sweeping() {
+		h.since.Store(h.srv.s.coarseNow())
+	}
+}
+
+// appendIn adds received bytes to the connection's own input (mu held).
+func (h *hconn) appendIn(data []byte) {
+	if h.in == nil {
+		h.in = getBuf()
+		h.r = 0
+	}
+	if h.r > 0 && h.r == len(h.in) {
+		h.in, h.r = h.in[:0], 0
+	} else if h.r > 0 && len(h.in)+len(data) > cap(h.in) && h.r >= len(h.in)/2 {
+		n := copy(h.in, h.in[h.r:])
+		h.in, h.r = h.in[:n], 0
+	}
+	h.in = append(h.in, data...)
+}
+
+func (h *hconn) buffered() int { return len(h.in) - h.r }
+
+// consumed marks n bytes of the own input read (mu held); an emptied
+// buffer goes back to the pool once no request is in flight.
+func (h *hconn) consumed(n int) {
+	h.r += n
+	if h.r == len(h.in) {
+		h.in, h.r = h.in[:0], 0
+	}
+	if h.paused && h.buffered() < inLowWater {
+		h.paused = false
+		resumeRead(h.c)
+	}
+}
+
+func (h *hconn) releaseIn() {
+	if h.in != nil && h.buffered() == 0 {
+		putBuf(h.in)
+		h.in, h.r = nil, 0
+	}
+}
+
+// signal wakes the readers waiting for input (mu held).
+func (h *hconn) signal() {
+	if h.wait > 0 {
+		h.cond.Broadcast()
+	}
+}
+
+// srvHandler is the callback handler of one Serve call.
+type srvHandler struct {
+	s   *Server
+	ctx context.Context // BaseContext with ServerContextKey
+}
+
+func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
+	h := &hconn{srv: sh, c: c}
+	h.cond.L = &h.mu
+	c.SetValue(h)
+	sh.s.track(h, true)
+	h.setPhase(phaseNew)
+	h.setState(http.StateNew)
+	if sh.s.shuttingDown() {
+		h.dead = true
+		c.Close()
+	}
+}
+
+func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
+	h, _ := c.Value().(*hconn)
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.hj != nil {
+		h.hj.feed(data)
+		h.mu.Unlock()
+		return
+	}
+	if h.dead {
+		h.mu.Unlock()
+		return
+	}
+	if h.busy {
+		h.appendIn(data)
+		h.signal()
+		if !h.paused && h.buffered() > inHighWater {
+			h.paused = true
+			pauseRead(c)
+		}
+		h.mu.Unlock()
+		return
+	}
+	own := h.in != nil && h.buffered() > 0
+	if own {
+		h.appendIn(data)
+		data = h.in[h.r:]
+	}
+	if h.post {
+		// After a POST, up to 4 CR or LF bytes before the next request
+		// are skipped (RFC 9112 tolerance for old clients).
+		if k := leadingCRLF(data); k > 0 {
+			data = data[k:]
+			if own {
+				h.consumed(k)
+			}
+		}
+		if len(data) > 0 {
+			h.post = false
+		}
+	}
+	if len(data) == 0 {
+		if !own {
+			c.Discard(-1)
+		}
+		h.mu.Unlock()
+		return
+	}
+	p, n, err := sh.parse(h, data)
+	h.kept = 0
+	if err == errIncomplete {
+		if !own {
+			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
+			h.kept = len(data)
+		}
+		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
+			h.setPhase(phaseHead)
+		}
+		h.mu.Unlock()
+		return
+	}
+	if err != nil {
+		h.dead = true
+		h.releaseIn()
+		h.mu.Unlock()
+		h.errorReply(err, true)
+		return
+	}
+	if own {
+		h.consumed(n)
+	} else if rest := data[n:]; len(rest) > 0 {
+		h.appendIn(rest)
+	}
+	h.busy = true
+	h.setPhase(phaseActive)
+	h.mu.Unlock()
+	go h.serve(p)
+}
+
+// parse parses the head at the start of data (mu held): the request, the
+// head's length, or errIncomplete, or the error to answer.
+func (sh *srvHandler) parse(h *hconn, data []byte) (*parsed, int, error) {
+	limit := sh.s.maxHeaderBytes() + 4096
+	n := headEnd(data)
+	if n < 0 {
+		if len(data) >= limit {
+			return nil, 0, errTooLarge
+		}
+		return nil, 0, errIncomplete
+	}
+	if n > limit {
+		return nil, 0, errTooLarge
+	}
+	p := &parsed{}
+	ctx, cancel := context.WithCancel(h.connCtx())
+	p.cancel = cancel
+	if err := parseHead(ctx, string(data[:n]), p); err != nil {
+		cancel()
+		return nil, 0, err
+	}
+	if sh.s.sweeping() {
+		h.reqAt.Store(sh.s.coarseNow())
+	}
+	return p, n, nil
+}
+
+func leadingCRLF(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c != '\r' && c != '\n' || n == 4 {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// connCtx returns the connection's context: the server's base context
+// with the local address and ConnContext applied (built at first use).
+func (h *hconn) connCtx() context.Context {
+	if h.ctx != nil {
+		return h.ctx
+	}
+	ctx := context.WithValue(h.srv.ctx, http.LocalAddrContextKey, h.c.LocalAddr())
+	if cc := h.srv.s.ConnContext; cc != nil {
+		ctx = cc(ctx, h.netConn())
+		if ctx == nil {
+			panic("ConnContext returned nil")
+		}
+	}
+	h.ctx = ctx
+	return ctx
+}
+
+const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// errorReply answers a request that could not be read as net/http does, and
+// closes the connection.
+func (h *hconn) errorReply(err error, onLoop bool) {
+	if h.srv.s.shuttingDown() {
+		h.c.Close()
+		return
+	}
+	var msg string
+	var ute *unsupportedTEError
+	switch {
+	case err == errTooLarge:
+		const publicErr = "431 Request Header Fields Too Large"
+		msg = "HTTP/1.1 " + publicErr + errorHeaders + publicErr
+	case errors.As(err, &ute):
+		msg = "HTTP/1.1 501 Not Implemented" + errorHeaders + "Unsupported transfer encoding"
+	default:
+		if v, ok := err.(statusError); ok {
+			msg = fmt.Sprintf("HTTP/1.1 %d %s: %s%s%d %s: %s", v.code, http.StatusText(v.code), v.text, errorHeaders, v.code, http.StatusText(v.code), v.text)
+		} else {
+			const publicErr = "400 Bad Request"
+			msg = "HTTP/1.1 " + publicErr + errorHeaders + publicErr
+		}
+	}
+	h.setState(http.StateActive)
+	h.c.Write([]byte(msg))
+	h.c.Close()
+}
+
+// serve runs the handler for p and for the pipelined requests already
+// received after it, in order, then returns: the goroutine ends when the
+// connection goes idle.
+func (h *hconn) serve(p *parsed) {
+	for {
+		keep, hijacked := h.serveOne(p)
+		if hijacked {
+			return
+		}
+		if !keep {
+			h.mu.Lock()
+			h.dead = true
+			h.busy = false
+			h.releaseIn()
+			h.mu.Unlock()
+			h.c.Close()
+			return
+		}
+		h.setState(http.StateIdle)
+		h.mu.Lock()
+		h.post = p.req.Method == "POST"
+		if h.post {
+			if k := leadingCRLF(h.in[h.r:]); k > 0 {
+				h.consumed(k)
+			}
+		}
+		if h.buffered() > 0 {
+			h.post = false
+			next, n, err := h.srv.parse(h, h.in[h.r:])
+			if err == nil {
+				h.consumed(n)
+				h.setPhase(phaseActive)
+				h.mu.Unlock()
+				p = next
+				continue
+			}
+			if err != errIncomplete {
+				h.dead = true
+				h.busy = false
+				h.releaseIn()
+				h.mu.Unlock()
+				h.errorReply(err, false)
+				return
+			}
+			h.setPhase(phaseHead)
+		} else {
+			h.setPhase(phaseIdle)
+		}
+		h.busy = false
+		h.wexp.Store(false)
+		h.rexp.Store(false)
+		h.releaseIn()
+		if h.paused {
+			h.paused = false
+			resumeRead(h.c)
+		}
+		eof := h.rdErr != nil
+		h.mu.Unlock()
+		if eof {
+			h.c.Close()
+		}
+		return
+	}
+}
+
+// serveOne serves one request and reports whether the connection stays
+// open for the next.
+func (h *hconn) serveOne(p *parsed) (keep, hijacked bool) {
+	s := h.srv.s
+	req := p.req
+	req.RemoteAddr = h.remoteAddr()
+	w := newResponse(h, p)
+	h.cur.Store(w)
+	if p.hasBody {
+		b := &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}
+		req.Body = b
+		w.body = b
+		if hasToken(p.expect, "100-continue") {
+			if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
+				b.continueReader = true
+				w.canWriteContinue.Store(true)
+			}
+		}
+	} else {
+		req.Body = http.NoBody
+	}
+	if !hasToken(p.expect, "100-continue") && p.expect != "" {
+		// Expect other than 100-continue: 417 and close.
+		h.setState(http.StateActive)
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.finishRequest()
+		h.flushOut()
+		p.cancel()
+		h.cur.Store(nil)
+		return false, false
+	}
+	w.reqBody = req.Body
+	h.setState(http.StateActive)
+	handler := s.Handler
+	if handler == nil {
+		handler = http.DefaultServeMux
+	}
+	if req.RequestURI == "*" && req.Method == "OPTIONS" {
+		handler = globalOptions{}
+	}
+	ok := h.runHandler(handler, w, req)
+	p.cancel()
+	h.cur.Store(nil)
+	if w.hijacked {
+		return false, true
+	}
+	if !ok {
+		return false, false
+	}
+	w.finishRequest()
+	h.flushOut()
+	if !w.shouldReuseConnection() || s.shuttingDown() {
+		return false, false
+	}
+	return true, false
+}
+
+// runHandler runs the handler; false after a panic (logged unless it was
+// http.ErrAbortHandler), when the connection is closed.
+func (h *hconn) runHandler(handler http.Handler, w *response, req *http.Request) (ok bool) {
+	defer func() {
+		if err := recover(); err != nil {
+			if err != http.ErrAbortHandler {
+				const size = 64 << 10
+				buf := make([]byte, size)
+				buf = buf[:runtime.Stack(buf, false)]
+				h.srv.s.logf("http: panic serving %v: %v\n%s", h.remoteAddr(), err, buf)
+			}
+			w.disableWriteContinue()
+			if !w.hijacked {
+				h.flushOut()
+			}
+			ok = false
+		}
+	}()
+	handler.ServeHTTP(w, req)
+	return true
+}
+
+type globalOptions struct{}
+
+func (globalOptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		mb := http.MaxBytesReader(w, r.Body, 4<<10)
+		io.Copy(io.Discard, mb)
+	}
+}
+
+// writeOut adds response bytes to the connection's output (serving
+// goroutine), handing them to the connection when 4 KiB are gathered.
+func (h *hconn) writeOut(p []byte) (int, error) {
+	if h.werr != nil {
+		return 0, h.werr
+	}
+	if h.out == nil {
+		if len(p) >= outFlushAt {
+			if err := h.send(p); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+		h.out = getBuf()
+	}
+	if len(h.out)+len(p) > outFlushAt && len(h.out) > 0 {
+		if err := h.flushOut(); err != nil {
+			return 0, err
+		}
+		if len(p) >= outFlushAt {
+			if err := h.send(p); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+		if h.out == nil {
+			h.out = getBuf()
+		}
+	}
+	h.out = append(h.out, p...)
+	return len(p), nil
+}
+
+func (h *hconn) writeOutString(s string) (int, error) {
+	if h.out != nil && len(h.out)+len(s) <= outFlushAt {
+		h.out = append(h.out, s...)
+		return len(s), nil
+	}
+	return h.writeOut([]byte(s))
+}
+
+// flushOut hands the gathered output to the connection.
+func (h *hconn) flushOut() error {
+	if h.out == nil {
+		return h.werr
+	}
+	var err error
+	if len(h.out) > 0 {
+		err = h.send(h.out)
+	}
+	putBuf(h.out)
+	h.out = nil
+	return err
+}
+
+// send writes p to the connection, waiting while its output queue is full
+// (OnDrained wakes it): a handler that writes faster than its client reads
+// blocks here.
+func (h *hconn) send(p []byte) error {
+	if h.werr != nil {
+		return h.werr
+	}
+	for {
+		if h.wexp.Load() {
+			h.werr = errWriteTimeout
+			return h.werr
+		}
+		_, err := h.c.Write(p)
+		if err == nil {
+			return nil
+		}
+		if err != uringrt.ErrWriteBufferFull {
+			h.werr = err
+			return err
+		}
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			h.werr = net.ErrClosed
+			return h.werr
+		}
+		if h.drain == nil {
+			h.drain = make(chan struct{}, 1)
+		}
+		ch := h.drain
+		h.mu.Unlock()
+		if h.c.OutboundBuffered() == 0 {
+			continue
+		}
+		<-ch
+	}
+}
+
+func (sh *srvHandler) OnDrained(c *uringrt.CallbackConn) {
+	h, _ := c.Value().(*hconn)
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.drain != nil {
+		select {
+		case h.drain <- struct{}{}:
+		default:
+		}
+	}
+	if h.hj != nil {
+		h.hj.drained()
+	}
+	h.mu.Unlock()
+}
+
+// OnReadEOF: the peer closed its writing side. A request in flight is
+// still answered (the connection is closed after it) and its context is
+// cancelled, as net/http does; a partial request head gets 400.
+func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
+	h, _ := c.Value().(*hconn)
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	if h.rdErr == nil {
+		h.rdErr = io.EOF
+	}
+	h.signal()
+	if h.hj != nil {
+		h.hj.eof()
+		h.mu.Unlock()
+		return true
+	}
+	if h.busy {
+		bodyDone := true
+		if w := h.cur.Load(); w != nil && w.body != nil && !w.body.sawEOF {
+			bodyDone = false
+		}
+		h.mu.Unlock()
+		if bodyDone {
+			if w := h.cur.Load(); w != nil {
+				w.cancel()
+			}
+		}
+		return true
+	}
+	partial := h.buffered() > 0 || h.kept > 0
+	dead := h.dead
+	h.dead = true
+	h.mu.Unlock()
+	if partial && !dead {
+		h.errorReply(protoError("unexpected EOF"), true)
+		return true
+	}
+	return false
+}
+
+func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
+	h, _ := c.Value().(*hconn)
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.closed = true
+	if h.rdErr == nil || h.rdErr == io.EOF {
+		if err == nil || err == io.EOF {
+			h.rdErr = io.ErrUnexpectedEOF
+		} else {
+			h.rdErr = err
+		}
+	}
+	h.signal()
+	if h.drain != nil {
+		select {
+		case h.drain <- struct{}{}:
+		default:
+		}
+	}
+	hj := h.hj
+	if hj != nil {
+		hj.closedByPeer()
+	} else if !h.busy {
+		h.releaseIn()
+	}
+	h.mu.Unlock()
+	if w := h.cur.Load(); w != nil {
+		w.cancel()
+	}
+	sh.s.track(h, false)
+	if hj == nil {
+		h.setState(http.StateClosed)
+	}
+}
+
+// MayBlock: the callbacks never block (handlers run on goroutines).
+func (sh *srvHandler) MayBlock() bool { return false }

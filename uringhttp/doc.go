@@ -1,0 +1,60 @@
+// Package uringhttp serves HTTP/1.1 to any http.Handler on the callback API
+// of a uringrt runtime: requests are read and parsed on the runtime's event
+// loops, handlers run on goroutines, responses leave through each
+// connection's output queue in batches.
+//
+//	rt, _ := uringrt.New(uringrt.Config{})
+//	ln, _ := rt.Listen("tcp", ":8080")
+//	srv := &uringhttp.Server{Handler: mux, Runtime: rt}
+//	go srv.Serve(ln)
+//	...
+//	srv.Shutdown(ctx)
+//
+// # What it costs
+//
+// An idle keep-alive connection holds one small struct: no goroutine, no
+// read or write buffer. Bytes that arrive while a request is served, and
+// a response being written, use pooled buffers that go back when the
+// connection is idle again. A request allocates what net/http's does for
+// its http.Request, its Header and its context, and little else: the head
+// is copied once into a string that the method, URL, header values and
+// Host share.
+//
+// # How handlers are run, and why
+//
+// Each request head is parsed on the loop; the handler then runs on a
+// goroutine started for it, which also serves the requests the client
+// pipelined behind it, in order, and ends when the connection is idle. A
+// handler that blocks (a database call, a sleep) thus holds only its own
+// goroutine: other connections are read and answered meanwhile. A
+// goroutine per request was chosen over the runtime's fixed worker pool
+// hashed by connection because a pool worker blocked by one handler would
+// stall every connection hashed to it, and Go's goroutine start is cheaper
+// than the hand-off to a pool worker that must then be woken.
+//
+// # Flow control
+//
+// Request.Body streams: the handler reads bytes as they arrive, and the
+// connection stops being read while 64 KiB wait unread, so an upload of any
+// size holds that much memory at most. A response that a client reads more
+// slowly than the handler writes blocks the handler's Write while the
+// connection's output queue is full (uringrt.Config.MaxWriteBuffer).
+//
+// # What differs from net/http
+//
+//   - TLS and HTTP/2 are not served here: serve them with net/http on a
+//     uringrt.Listen listener (the net.Conn path), where it runs unchanged.
+//   - Timeouts are applied by one sweep per server every quarter of the
+//     shortest timeout (5 ms to 1 s), so a connection is closed up to a
+//     quarter late.
+//   - http.MaxBytesReader's limit closes the connection after the response
+//     (as net/http does) when the handler assigned the reader to
+//     Request.Body; a limit hit through a reader kept elsewhere (as
+//     http.MaxBytesHandler does on a copy of the request) is not seen, and
+//     the connection is kept when the rest of the body can be read.
+//   - The ConnState and ConnContext hooks get a net.Conn view of the
+//     connection (the one Hijack returns); StateNew and StateClosed are
+//     reported from the event loop.
+//   - After a 431 the connection is closed once the answer is sent, without
+//     net/http's half-close and 500 ms wait.
+package uringhttp

@@ -1,0 +1,203 @@
+package uringhttp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// hijackConn is a connection as a net.Conn: what Hijack returns (and what
+// the ConnState and ConnContext hooks get). Its reads take the bytes the
+// loop received (OnData appends them; reading pauses when 64 KiB wait
+// unread), its writes go through the connection's output queue and block
+// while it is full.
+type hijackConn struct {
+	h       *hconn
+	rdTimer *time.Timer
+	wrTimer *time.Timer
+}
+
+type hookConn = hijackConn
+
+var _ net.Conn = (*hijackConn)(nil)
+
+// feed takes bytes received after the hijack (h.mu held).
+func (hc *hijackConn) feed(data []byte) {
+	h := hc.h
+	h.appendIn(data)
+	h.signal()
+	if !h.paused && h.buffered() > inHighWater {
+		h.paused = true
+		pauseRead(h.c)
+	}
+}
+
+func (hc *hijackConn) eof()          { hc.h.signal() }
+func (hc *hijackConn) closedByPeer() { hc.h.signal() }
+func (hc *hijackConn) drained()      {}
+
+// Read reads what the peer sent: at least one byte, or an error (io.EOF
+// after the peer's FIN, net.ErrClosed after Close, a timeout past the read
+// deadline).
+func (hc *hijackConn) Read(p []byte) (int, error) {
+	h := hc.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		if n := h.buffered(); n > 0 {
+			m := copy(p, h.in[h.r:])
+			h.consumed(m)
+			if h.buffered() == 0 {
+				h.releaseIn()
+			}
+			return m, nil
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if h.rexp.Load() {
+			return 0, &net.OpError{Op: "read", Net: "tcp", Addr: h.c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+		}
+		if h.closed {
+			if h.rdErr == io.EOF || h.rdErr == io.ErrUnexpectedEOF {
+				return 0, io.EOF
+			}
+			return 0, net.ErrClosed
+		}
+		if h.rdErr == io.EOF {
+			return 0, io.EOF
+		}
+		h.wait++
+		h.cond.Wait()
+		h.wait--
+	}
+}
+
+// Write queues p on the connection, blocking while its output queue is
+// full; after the write deadline it fails with a timeout.
+func (hc *hijackConn) Write(p []byte) (int, error) {
+	h := hc.h
+	h.werr = nil
+	if err := h.send(p); err != nil {
+		if err == errWriteTimeout {
+			return 0, &net.OpError{Op: "write", Net: "tcp", Addr: h.c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+		}
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close closes the connection once what was written is sent.
+func (hc *hijackConn) Close() error {
+	h := hc.h
+	h.mu.Lock()
+	closed := h.closed
+	h.closed = true
+	h.rdErr = net.ErrClosed
+	h.signal()
+	h.mu.Unlock()
+	if closed {
+		return net.ErrClosed
+	}
+	return h.c.Close()
+}
+
+func (hc *hijackConn) LocalAddr() net.Addr  { return hc.h.c.LocalAddr() }
+func (hc *hijackConn) RemoteAddr() net.Addr { return hc.h.c.RemoteAddr() }
+
+func (hc *hijackConn) SetDeadline(t time.Time) error {
+	hc.SetReadDeadline(t)
+	return hc.SetWriteDeadline(t)
+}
+
+func (hc *hijackConn) SetReadDeadline(t time.Time) error  { return hc.h.setDeadline(t, false) }
+func (hc *hijackConn) SetWriteDeadline(t time.Time) error { return hc.h.setDeadline(t, true) }
+
+// setDeadline arms the read or write deadline of the connection: past it,
+// body and hijacked reads (or writes) fail with a timeout.
+func (h *hconn) setDeadline(t time.Time, write bool) error {
+	flag := &h.rexp
+	if write {
+		flag = &h.wexp
+	}
+	hc := h.netConn().(*hijackConn)
+	tp := &hc.rdTimer
+	if write {
+		tp = &hc.wrTimer
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if *tp != nil {
+		(*tp).Stop()
+		*tp = nil
+	}
+	flag.Store(false)
+	if t.IsZero() {
+		return nil
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		flag.Store(true)
+		h.wakeAll()
+		return nil
+	}
+	*tp = time.AfterFunc(d, func() {
+		flag.Store(true)
+		h.mu.Lock()
+		h.wakeAll()
+		h.mu.Unlock()
+	})
+	return nil
+}
+
+// wakeAll wakes readers and a writer waiting for a drain (mu held).
+func (h *hconn) wakeAll() {
+	h.signal()
+	if h.drain != nil {
+		select {
+		case h.drain <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Hijack implements http.Hijacker: the connection is handed to the
+// handler as a net.Conn, with a bufio.ReadWriter over it (whose reader
+// starts with the bytes received after the request).
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.handlerDone.Load() {
+		panic("net/http: Hijack called after ServeHTTP finished")
+	}
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	w.disableWriteContinue()
+	h := w.h
+	if w.wroteHeader {
+		if w.bw != nil {
+			w.bw.Flush()
+		}
+		if !w.cw.wroteHeader {
+			w.cw.writeHeader(nil)
+		}
+	}
+	h.flushOut()
+	if w.bw != nil {
+		putBW(w.bw)
+		w.bw = nil
+	}
+	hc := h.netConn().(*hijackConn)
+	h.mu.Lock()
+	h.hj = hc
+	w.hijacked = true
+	h.busy = false
+	h.mu.Unlock()
+	h.setDeadline(time.Time{}, false)
+	h.setDeadline(time.Time{}, true)
+	h.werr = nil
+	h.setState(http.StateHijacked)
+	return hc, bufio.NewReadWriter(bufio.NewReader(hc), bufio.NewWriter(hc)), nil
+}

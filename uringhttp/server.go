@@ -1,0 +1,414 @@
+package uringhttp
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
+)
+
+// Server serves HTTP/1.1 on the callback API of a uringrt runtime. Its
+// fields mean what http.Server's of the same name mean. A Server must not
+// be copied after first use.
+type Server struct {
+	// Addr is the TCP address ListenAndServe listens on (":http" when empty).
+	Addr string
+	// Handler answers requests; nil means http.DefaultServeMux.
+	Handler http.Handler
+	// ReadHeaderTimeout bounds the reading of a request's head, from the
+	// connection's start (first request) or the request's first byte
+	// (later ones); a connection that passes it is closed without an answer,
+	// as a slow client (slowloris) is by net/http. 0 means ReadTimeout.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, body included:
+	// past it, Body reads fail with a timeout error. 0 means none.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the writing of a response, from the end of the
+	// request's head: past it, writes fail and the connection is closed
+	// after the handler returns. 0 means none.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long between
+	// requests; 0 means ReadTimeout, and both 0 none.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's head in bytes (plus 4096, as
+	// net/http's reader allows); larger heads get 431. 0 means
+	// http.DefaultMaxHeaderBytes (1 MiB).
+	MaxHeaderBytes int
+	// ErrorLog receives the server's errors (a handler's panic, a second
+	// WriteHeader); nil means the log package's standard logger.
+	ErrorLog *log.Logger
+	// ConnState is called when a connection changes state (http.ConnState).
+	// StateNew and StateClosed are reported from the connection's loop, so
+	// the function must not block.
+	ConnState func(net.Conn, http.ConnState)
+	// BaseContext returns the base context of the requests of a listener;
+	// nil means context.Background().
+	BaseContext func(net.Listener) context.Context
+	// ConnContext derives a connection's context from the base context.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// Runtime is the uringrt runtime of the listeners Serve gets and that
+	// ListenAndServe listens on; nil means the default runtime
+	// (uringrt.Default).
+	Runtime *uringrt.Runtime
+
+	inShutdown        atomic.Bool
+	disableKeepAlives atomic.Bool
+	mu                sync.Mutex
+	listeners         map[net.Listener]struct{}
+	conns             map[*hconn]struct{}
+	serving           sync.WaitGroup
+	sweepOnce         sync.Once
+	sweepStop         chan struct{}
+	sweepOn           atomic.Bool
+	clock             atomic.Int64 // coarse monotonic ns, kept by the sweep
+}
+
+var clockBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(clockBase)) }
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes
+	}
+	return http.DefaultMaxHeaderBytes
+}
+
+func (s *Server) shuttingDown() bool { return s.inShutdown.Load() }
+
+// SetKeepAlivesEnabled turns keep-alive on or off, as http.Server's does.
+func (s *Server) SetKeepAlivesEnabled(v bool) {
+	s.disableKeepAlives.Store(!v)
+	if !v {
+		s.closeIdle()
+	}
+}
+
+func (s *Server) runtime() (*uringrt.Runtime, error) {
+	if s.Runtime != nil {
+		return s.Runtime, nil
+	}
+	return uringrt.Default()
+}
+
+// ListenAndServe listens on s.Addr (":http" when empty) with s.Runtime and
+// serves. It returns http.ErrServerClosed after Shutdown or Close.
+func (s *Server) ListenAndServe() error {
+	if s.shuttingDown() {
+		return http.ErrServerClosed
+	}
+	addr := s.Addr
+	if addr == "" {
+		addr = ":http"
+	}
+	rt, err := s.runtime()
+	if err != nil {
+		return err
+	}
+	ln, err := rt.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
+// default runtime, rt.Listen otherwise): connections are read on the
+// runtime's loops and requests handed to handlers on goroutines. It blocks
+// until the listener is closed and returns http.ErrServerClosed after
+// Shutdown or Close, or the error that ended serving.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.shuttingDown() {
+		return http.ErrServerClosed
+	}
+	rt, err := s.runtime()
+	if err != nil {
+		return err
+	}
+	base := context.Background()
+	if s.BaseContext != nil {
+		base = s.BaseContext(ln)
+		if base == nil {
+			panic("BaseContext returned a nil context")
+		}
+	}
+	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s)}
+	s.mu.Lock()
+	if s.listeners == nil {
+		s.listeners = make(map[net.Listener]struct{})
+	}
+	s.listeners[ln] = struct{}{}
+	s.serving.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		s.serving.Done()
+	}()
+	s.startSweep()
+	err = rt.Serve(ln, sh)
+	if s.shuttingDown() {
+		return http.ErrServerClosed
+	}
+	if err == nil {
+		err = net.ErrClosed
+	}
+	return err
+}
+
+// track adds or removes a connection (its OnOpen and OnClose).
+func (s *Server) track(h *hconn, add bool) {
+	s.mu.Lock()
+	if add {
+		if s.conns == nil {
+			s.conns = make(map[*hconn]struct{})
+		}
+		s.conns[h] = struct{}{}
+	} else {
+		delete(s.conns, h)
+	}
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes idle connections, and waits for the
+// requests in flight to be answered and their connections to close, as
+// http.Server's does; hijacked connections are not waited for. If ctx ends
+// first it returns ctx.Err() (the connections left are not closed: Close
+// does that).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.inShutdown.Store(true)
+	lnerr := s.closeListeners()
+	s.serving.Wait()
+	interval := time.Millisecond
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		if s.closeIdle() {
+			s.stopSweep()
+			return lnerr
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			interval = min(2*interval, 100*time.Millisecond)
+			t.Reset(interval)
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once (hijacked ones
+// excepted); requests in flight see their context cancelled.
+func (s *Server) Close() error {
+	s.inShutdown.Store(true)
+	err := s.closeListeners()
+	s.serving.Wait()
+	s.mu.Lock()
+	conns := make([]*hconn, 0, len(s.conns))
+	for h := range s.conns {
+		conns = append(conns, h)
+	}
+	s.mu.Unlock()
+	for _, h := range conns {
+		h.mu.Lock()
+		hj := h.hj != nil
+		h.mu.Unlock()
+		if hj {
+			continue
+		}
+		if w := h.cur.Load(); w != nil {
+			w.cancel()
+		}
+		h.c.Close()
+	}
+	s.stopSweep()
+	return err
+}
+
+func (s *Server) closeListeners() error {
+	s.mu.Lock()
+	lns := make([]net.Listener, 0, len(s.listeners))
+	for ln := range s.listeners {
+		lns = append(lns, ln)
+	}
+	s.mu.Unlock()
+	var err error
+	for _, ln := range lns {
+		if cerr := ln.Close(); cerr != nil && err == nil && !errors.Is(cerr, net.ErrClosed) {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// closeIdle closes the idle connections and reports whether none is left
+// (hijacked ones aside).
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	conns := make([]*hconn, 0, len(s.conns))
+	for h := range s.conns {
+		conns = append(conns, h)
+	}
+	s.mu.Unlock()
+	quiet := true
+	now := monoNow()
+	for _, h := range conns {
+		h.mu.Lock()
+		hj, busy, closed := h.hj != nil, h.busy, h.closed
+		h.mu.Unlock()
+		if hj || closed {
+			continue
+		}
+		ph := h.phase.Load()
+		idle := !busy && (ph == phaseIdle || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
+		if ph == phaseNew && !busy && !s.sweepOn.Load() {
+			idle = true // no stamps without the sweep: a new connection without a request counts as idle
+		}
+		if !idle {
+			quiet = false
+			continue
+		}
+		if !h.shut.Swap(true) {
+			h.mu.Lock()
+			h.dead = true
+			h.mu.Unlock()
+			h.c.Close()
+		}
+		quiet = false // until its OnClose
+	}
+	return quiet
+}
+
+// The timeout sweep: one goroutine per server checks every connection's
+// phase stamps every quarter of the shortest timeout (at least 5 ms, at
+// most 1 s). A request pays two atomic stores of a coarse clock; no timer
+// is armed per request or per connection.
+
+func (s *Server) sweepPeriod() time.Duration {
+	d := time.Duration(0)
+	for _, t := range []time.Duration{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout} {
+		if t > 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	if d == 0 {
+		return 0
+	}
+	return min(max(d/4, 5*time.Millisecond), time.Second)
+}
+
+func (s *Server) sweeping() bool { return s.sweepOn.Load() }
+
+func (s *Server) coarseNow() int64 { return s.clock.Load() }
+
+func (s *Server) startSweep() {
+	p := s.sweepPeriod()
+	if p == 0 {
+		return
+	}
+	s.sweepOnce.Do(func() {
+		s.clock.Store(monoNow())
+		s.sweepOn.Store(true)
+		s.sweepStop = make(chan struct{})
+		go s.sweep(p, s.sweepStop)
+	})
+}
+
+func (s *Server) stopSweep() {
+	s.mu.Lock()
+	if s.sweepStop != nil {
+		close(s.sweepStop)
+		s.sweepStop = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) sweep(p time.Duration, stop chan struct{}) {
+	t := time.NewTicker(p)
+	defer t.Stop()
+	var conns []*hconn
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := monoNow()
+		s.clock.Store(now)
+		conns = conns[:0]
+		s.mu.Lock()
+		for h := range s.conns {
+			conns = append(conns, h)
+		}
+		s.mu.Unlock()
+		for _, h := range conns {
+			s.check(h, now)
+		}
+		clear(conns)
+	}
+}
+
+// check applies the timeouts to one connection.
+func (s *Server) check(h *hconn, now int64) {
+	since := now - h.since.Load()
+	rht := s.ReadHeaderTimeout
+	if rht <= 0 {
+		rht = s.ReadTimeout
+	}
+	idle := s.IdleTimeout
+	if idle <= 0 {
+		idle = s.ReadTimeout
+	}
+	switch h.phase.Load() {
+	case phaseNew, phaseHead:
+		if rht > 0 && since > int64(rht) {
+			h.timeoutClose()
+		}
+	case phaseIdle:
+		if idle > 0 && since > int64(idle) {
+			h.timeoutClose()
+		}
+	case phaseActive:
+		at := now - h.reqAt.Load()
+		if s.ReadTimeout > 0 && at > int64(s.ReadTimeout) && !h.rexp.Load() {
+			h.rexp.Store(true)
+			h.mu.Lock()
+			h.wakeAll()
+			h.mu.Unlock()
+		}
+		if s.WriteTimeout > 0 && at > int64(s.WriteTimeout) && !h.wexp.Load() {
+			h.wexp.Store(true)
+			h.mu.Lock()
+			h.wakeAll()
+			h.mu.Unlock()
+		}
+	}
+}
+
+// timeoutClose closes a connection whose head or idle time ran out,
+// without an answer (as net/http: a read timeout is not answered).
+func (h *hconn) timeoutClose() {
+	h.mu.Lock()
+	if h.busy || h.hj != nil || h.dead {
+		h.mu.Unlock()
+		return
+	}
+	h.dead = true
+	h.mu.Unlock()
+	h.c.Close()
+}
