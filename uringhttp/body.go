@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net/http"
 	"net"
+	"net/http"
 )
 
 // body is a request's Body: it reads the connection's input as it
@@ -318,4 +318,3 @@ func (b *body) Close() error {
 	b.closed = true
 	return err
 }
-

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
 )
 
 // The request head parser. It reads the request line and the header fields

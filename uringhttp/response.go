@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // bufferBeforeChunking is how much a handler may write before the response
