@@ -252,7 +252,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	h.busy = true
 	h.setPhase(phaseActive)
 	h.mu.Unlock()
-	go h.serve(p)
+	sh.s.workers.run(func() { h.serve(p) })
 }
 
 // parse parses the head at the start of data (mu held): the request, the

@@ -67,6 +67,7 @@ type Server struct {
 	sweepStop         chan struct{}
 	sweepOn           atomic.Bool
 	clock             atomic.Int64 // coarse monotonic ns, kept by the sweep
+	workers           workerPool
 }
 
 var clockBase = time.Now()
@@ -200,6 +201,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		if s.closeIdle() {
 			s.stopSweep()
+			s.workers.shutdown()
 			return lnerr
 		}
 		select {
@@ -237,6 +239,7 @@ func (s *Server) Close() error {
 		h.c.Close()
 	}
 	s.stopSweep()
+	s.workers.shutdown()
 	return err
 }
 
