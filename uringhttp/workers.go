@@ -16,8 +16,8 @@ import (
 const workerIdle = 2 * time.Second
 
 type workerPool struct {
-	mu   sync.Mutex
-	idle []*worker // LIFO: the most recently used first (warm stack, caches)
+	mu     sync.Mutex
+	idle   []*worker // LIFO: the most recently used first (warm stack, caches)
 	stop   chan struct{}
 	once   sync.Once
 	closed bool
