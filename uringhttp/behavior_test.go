@@ -1,0 +1,453 @@
+package uringhttp
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
+)
+
+// serve starts s (its Runtime a fresh one-loop runtime) and returns the
+// address; the cleanup shuts it down.
+func serve(t *testing.T, s *Server) string {
+	t.Helper()
+	rt, err := uringrt.New(uringrt.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Runtime = rt
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("Serve returned %v", err)
+		}
+		rt.Close()
+	})
+	return ln.Addr().String()
+}
+
+func TestClientKeepAlive(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	})})
+	var dials atomic.Int32
+	tr := &http.Transport{DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, n, a)
+	}}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for i := 0; i < 50; i++ {
+		var resp *http.Response
+		var err error
+		if i%2 == 0 {
+			resp, err = c.Get("http://" + addr + "/g")
+		} else {
+			resp, err = c.Post("http://"+addr+"/p", "text/plain", strings.NewReader(strings.Repeat("x", i*100)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "GET /g"
+		if i%2 == 1 {
+			want = "POST /p"
+		}
+		if string(b) != want {
+			t.Fatalf("request %d: %q, want %q", i, b, want)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d dials for 50 requests, want 1 (keep-alive)", n)
+	}
+}
+
+func TestPipelinedInOrder(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "5") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		io.WriteString(w, r.URL.Path)
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var sb strings.Builder
+	const n = 30
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "GET /%d HTTP/1.1\r\nHost: x\r\n\r\n", i)
+	}
+	io.WriteString(c, sb.String())
+	br := bufio.NewReader(c)
+	for i := 0; i < n; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if want := fmt.Sprintf("/%d", i); string(b) != want {
+			t.Fatalf("response %d: %q, want %q", i, b, want)
+		}
+	}
+}
+
+// A handler that blocks holds its own connection only.
+func TestBlockingHandlerDoesNotStall(t *testing.T) {
+	release := make(chan struct{})
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})})
+	defer close(release)
+	for i := 0; i < 4; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	for i := 0; i < 20; i++ {
+		resp, err := c.Get("http://" + addr + "/fast")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// heapPeak samples the Go heap in use until stop is closed.
+func heapPeak(stop chan struct{}) func() uint64 {
+	var peak atomic.Uint64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 { wg.Wait(); return peak.Load() }
+}
+
+// An upload to a slow handler is read as the handler reads it: the
+// server's memory stays bounded whatever the body's size.
+func TestUploadBackpressure(t *testing.T) {
+	const size = 256 << 20
+	got := make(chan string, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		buf := make([]byte, 32<<10)
+		n := 0
+		for {
+			m, err := r.Body.Read(buf)
+			h.Write(buf[:m])
+			n += m
+			if n%(16<<20) < m {
+				time.Sleep(5 * time.Millisecond) // slow reader
+			}
+			if err != nil {
+				break
+			}
+		}
+		got <- fmt.Sprintf("%x %d", h.Sum(nil), n)
+	})})
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	stop := make(chan struct{})
+	peak := heapPeak(stop)
+	pr, pw := io.Pipe()
+	want := sha256.New()
+	go func() {
+		chunk := make([]byte, 1<<20)
+		for i := range chunk {
+			chunk[i] = byte(i * 7)
+		}
+		for i := 0; i < size/len(chunk); i++ {
+			want.Write(chunk)
+			pw.Write(chunk)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/up", pr)
+	req.ContentLength = size
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	close(stop)
+	if s, w := <-got, fmt.Sprintf("%x %d", want.Sum(nil), size); s != w {
+		t.Fatalf("handler read %s, want %s", s, w)
+	}
+	// The client's pipe and chunk are in the same heap; 256 MiB passed.
+	if p := peak(); p > base+48<<20 {
+		t.Errorf("heap peaked at %d MiB over %d MiB before a %d MiB upload", (p-base)>>20, base>>20, size>>20)
+	}
+}
+
+// A handler writing faster than the client reads blocks in Write.
+func TestResponseBackpressure(t *testing.T) {
+	const size = 128 << 20
+	var wrote atomic.Int64
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 64<<10)
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			wrote.Add(int64(len(chunk)))
+		}
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(300 * time.Millisecond)
+	// Not read at all: the handler must be stopped by the queue's cap
+	// (4 MiB) plus the socket buffers, far below size.
+	if n := wrote.Load(); n > 32<<20 {
+		t.Fatalf("handler wrote %d MiB to a client that reads nothing", n>>20)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if n != size || err != nil {
+		t.Fatalf("read %d, %v; want %d", n, err, size)
+	}
+}
+
+func TestReadHeaderTimeoutSlowloris(t *testing.T) {
+	addr := serve(t, &Server{ReadHeaderTimeout: 200 * time.Millisecond, Handler: http.NotFoundHandler()})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "GET / HTTP/1.1\r\n")
+	closed := make(chan struct{})
+	go func() {
+		buf := make([]byte, 1)
+		c.Read(buf)
+		close(closed)
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-closed:
+			if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
+				t.Fatalf("closed after %v, want about 200ms", d)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+			c.Write([]byte{'X'})
+		}
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	addr := serve(t, &Server{IdleTimeout: 200 * time.Millisecond, Handler: http.NotFoundHandler()})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("read a byte from an idle connection")
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("idle connection closed after %v, want about 200ms", d)
+	}
+}
+
+func TestContextCancelledWhenClientGoes(t *testing.T) {
+	cancelled := make(chan error, 1)
+	started := make(chan struct{})
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		select {
+		case <-r.Context().Done():
+			cancelled <- r.Context().Err()
+		case <-time.After(5 * time.Second):
+			cancelled <- nil
+		}
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-started
+	c.Close()
+	if err := <-cancelled; err != context.Canceled {
+		t.Fatalf("request context: %v, want context.Canceled", err)
+	}
+}
+
+func TestShutdownWaitsForRequests(t *testing.T) {
+	rt, err := uringrt.New(uringrt.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	s := &Server{Runtime: rt, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "done")
+	})}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	body := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String())
+		if err != nil {
+			body <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body <- string(b)
+	}()
+	<-started
+	start := time.Now()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("Shutdown returned after %v, before the request in flight", d)
+	}
+	if b := <-body; b != "done" {
+		t.Errorf("in-flight request got %q", b)
+	}
+	if err := <-served; err != http.ErrServerClosed {
+		t.Errorf("Serve: %v", err)
+	}
+	idle.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("idle connection after Shutdown: %v, want EOF", err)
+	}
+}
+
+func TestHijackEcho(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			io.WriteString(c, strings.ToUpper(line))
+		}
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nfirst\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatal(resp, err)
+	}
+	for _, l := range []string{"first", "second", strings.Repeat("z", 200000)} {
+		if l != "first" {
+			io.WriteString(c, l+"\n")
+		}
+		got, err := br.ReadString('\n')
+		if err != nil || got != strings.ToUpper(l)+"\n" {
+			t.Fatalf("echo %.20q: %.20q, %v", l, got, err)
+		}
+	}
+}
+
+func TestExpectContinue(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("%q %v", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "hello" {
+		t.Fatalf("%q", b)
+	}
+}
