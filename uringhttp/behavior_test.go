@@ -20,7 +20,7 @@ import (
 
 // serve starts s (its Runtime a fresh one-loop runtime) and returns the
 // address; the cleanup shuts it down.
-func serve(t *testing.T, s *Server) string {
+func serve(t testing.TB, s *Server) string {
 	t.Helper()
 	rt, err := uringrt.New(uringrt.Config{Loops: 1})
 	if err != nil {

@@ -68,14 +68,15 @@ const (
 	outFlushAt  = 4 << 10  // connection-level output buffer, as net/http's bufio.Writer
 )
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+var bufPool = sync.Pool{New: func() any { return new([4096]byte) }}
 
-func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+func getBuf() []byte { return bufPool.Get().(*[4096]byte)[:0] }
 
+// putBuf gives back a buffer of getBuf (one that grew past it goes to
+// the GC).
 func putBuf(b []byte) {
 	if cap(b) == 4096 {
-		b = b[:0]
-		bufPool.Put(&b)
+		bufPool.Put((*[4096]byte)(b[:4096]))
 	}
 }
 
@@ -252,12 +253,12 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	h.busy = true
 	h.setPhase(phaseActive)
 	h.mu.Unlock()
-	sh.s.workers.run(func() { h.serve(p) })
+	sh.s.workers.run(p)
 }
 
 // parse parses the head at the start of data (mu held): the request, the
 // head's length, or errIncomplete, or the error to answer.
-func (sh *srvHandler) parse(h *hconn, data []byte) (*parsed, int, error) {
+func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
 	n := headEnd(data)
 	if n < 0 {
@@ -269,17 +270,20 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*parsed, int, error) {
 	if n > limit {
 		return nil, 0, errTooLarge
 	}
-	p := &parsed{}
+	w := getResponse()
+	p := &w.p
 	ctx, cancel := context.WithCancel(h.connCtx())
 	p.cancel = cancel
 	if err := parseHead(ctx, string(data[:n]), p); err != nil {
 		cancel()
+		w.release()
 		return nil, 0, err
 	}
 	if sh.s.sweeping() {
 		h.reqAt.Store(sh.s.coarseNow())
 	}
-	return p, n, nil
+	w.init(h)
+	return w, n, nil
 }
 
 func leadingCRLF(b []byte) int {
@@ -343,12 +347,14 @@ func (h *hconn) errorReply(err error, onLoop bool) {
 // serve runs the handler for p and for the pipelined requests already
 // received after it, in order, then returns: the goroutine ends when the
 // connection goes idle.
-func (h *hconn) serve(p *parsed) {
+func (h *hconn) serve(w *response) {
 	for {
-		keep, hijacked := h.serveOne(p)
+		keep, hijacked := h.serveOne(w)
 		if hijacked {
 			return
 		}
+		method := w.req.Method
+		w.release()
 		if !keep {
 			h.mu.Lock()
 			h.dead = true
@@ -360,7 +366,7 @@ func (h *hconn) serve(p *parsed) {
 		}
 		h.setState(http.StateIdle)
 		h.mu.Lock()
-		h.post = p.req.Method == "POST"
+		h.post = method == "POST"
 		if h.post {
 			if k := leadingCRLF(h.in[h.r:]); k > 0 {
 				h.consumed(k)
@@ -373,7 +379,7 @@ func (h *hconn) serve(p *parsed) {
 				h.consumed(n)
 				h.setPhase(phaseActive)
 				h.mu.Unlock()
-				p = next
+				w = next
 				continue
 			}
 			if err != errIncomplete {
@@ -407,11 +413,11 @@ func (h *hconn) serve(p *parsed) {
 
 // serveOne serves one request and reports whether the connection stays
 // open for the next.
-func (h *hconn) serveOne(p *parsed) (keep, hijacked bool) {
+func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	s := h.srv.s
+	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
-	w := newResponse(h, p)
 	h.cur.Store(w)
 	if p.hasBody {
 		b := &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // bufferBeforeChunking is how much a handler may write before the response
@@ -45,6 +46,7 @@ func putBW(bw *bufio.Writer) {
 // finalises the head (Content-Length or chunked, Content-Type sniffing,
 // Date, Connection) when the first bytes or the handler's end reach it.
 type response struct {
+	p      parsed // the request head
 	h      *hconn
 	req    *http.Request
 	body   *body // nil without a body
@@ -83,26 +85,65 @@ type chunkWriter struct {
 	chunking    bool
 }
 
-func newResponse(h *hconn, p *parsed) *response {
-	w := &response{
-		h:                h,
-		req:              p.req,
-		cancel:           p.cancel,
-		contentLength:    -1,
-		wants10KeepAlive: p.want10KA,
-		wantsClose:       p.wantsCls,
+// Responses are pooled: a handler must not use its ResponseWriter after
+// ServeHTTP returned (http.ResponseWriter's rule).
+var respPool = sync.Pool{New: func() any { return new(response) }}
+
+func getResponse() *response { return respPool.Get().(*response) }
+
+func (w *response) release() {
+	putHeader(w.handlerHeader)
+	putHeader(w.cw.header)
+	*w = response{}
+	respPool.Put(w)
+}
+
+// Response header maps are pooled too (a handler must not keep
+// w.Header() past ServeHTTP).
+var headerPool sync.Pool
+
+func getHeader() http.Header {
+	if v := headerPool.Get(); v != nil {
+		return v.(http.Header)
 	}
+	return make(http.Header, 4)
+}
+
+func putHeader(h http.Header) {
+	if h != nil && len(h) <= 32 {
+		clear(h)
+		headerPool.Put(h)
+	}
+}
+
+// snapshot copies the handler's header as it is at WriteHeader: the map
+// and its value slices, not the strings' bytes (a later Set or Add makes
+// a new slice or appends past the copied length, so the head sent is the
+// one WriteHeader saw; only a value overwritten in place would show).
+func snapshot(src http.Header) http.Header {
+	dst := getHeader()
+	for k, v := range src {
+		dst[k] = v[:len(v):len(v)]
+	}
+	return dst
+}
+
+// init readies w for the parsed request w.p.
+func (w *response) init(h *hconn) {
+	p := &w.p
+	w.h, w.req, w.cancel = h, p.req, p.cancel
+	w.contentLength = -1
+	w.wants10KeepAlive, w.wantsClose = p.want10KA, p.wantsCls
 	w.cw.res = w
-	return w
 }
 
 // Header implements http.ResponseWriter.
 func (w *response) Header() http.Header {
 	if w.handlerHeader == nil {
-		w.handlerHeader = make(http.Header)
+		w.handlerHeader = getHeader()
 	}
 	if w.cw.header == nil && w.wroteHeader && !w.cw.wroteHeader {
-		w.cw.header = w.handlerHeader.Clone()
+		w.cw.header = snapshot(w.handlerHeader)
 	}
 	w.calledHeader = true
 	return w.handlerHeader
@@ -110,7 +151,7 @@ func (w *response) Header() http.Header {
 
 func (w *response) hdr() http.Header {
 	if w.handlerHeader == nil {
-		w.handlerHeader = make(http.Header)
+		w.handlerHeader = getHeader()
 	}
 	return w.handlerHeader
 }
@@ -165,7 +206,7 @@ func (w *response) WriteHeader(code int) {
 	w.wroteHeader = true
 	w.status = code
 	if w.calledHeader && w.cw.header == nil {
-		w.cw.header = w.handlerHeader.Clone()
+		w.cw.header = snapshot(w.handlerHeader)
 	}
 	if cl := w.hdr().Get("Content-Length"); cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
@@ -177,6 +218,9 @@ func (w *response) WriteHeader(code int) {
 		}
 	}
 }
+
+// unsafeString views b as a string for a write that copies it at once.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 var excludedHeadersNoBody = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
 
@@ -215,7 +259,12 @@ func writeStatusLine(bw io.StringWriter, is11 bool, code int, scratch []byte) {
 		bw.WriteString("HTTP/1.0 ")
 	}
 	if text := http.StatusText(code); text != "" {
-		bw.WriteString(string(strconv.AppendInt(scratch[:0], int64(code), 10)))
+		if code >= 100 && code <= 999 {
+			scratch[0], scratch[1], scratch[2] = byte('0'+code/100), byte('0'+code/10%10), byte('0'+code%10)
+			bw.WriteString(unsafeString(scratch[:3]))
+		} else {
+			bw.WriteString(strconv.Itoa(code))
+		}
 		bw.WriteString(" ")
 		bw.WriteString(text)
 		bw.WriteString("\r\n")

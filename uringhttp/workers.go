@@ -24,12 +24,13 @@ type workerPool struct {
 }
 
 type worker struct {
-	ch   chan func()
+	ch   chan *response
 	last time.Time
 }
 
-// run runs f on an idle worker, or a new one.
-func (p *workerPool) run(f func()) {
+// run serves the request f (and those pipelined after it) on an idle
+// worker, or a new one.
+func (p *workerPool) run(f *response) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		w := p.idle[n-1]
@@ -44,13 +45,13 @@ func (p *workerPool) run(f func()) {
 		p.stop = make(chan struct{})
 		go p.reap(p.stop)
 	})
-	w := &worker{ch: make(chan func(), 1)}
+	w := &worker{ch: make(chan *response, 1)}
 	go w.loop(p, f)
 }
 
-func (w *worker) loop(p *workerPool, f func()) {
+func (w *worker) loop(p *workerPool, f *response) {
 	for f != nil {
-		f()
+		f.h.serve(f)
 		w.last = time.Now()
 		p.mu.Lock()
 		if p.closed {
