@@ -90,6 +90,12 @@ func (b *body) readLocked(p []byte) (int, error) {
 			return 0, b.err
 		}
 		if h.rdErr != nil {
+			if !b.chunked {
+				// As net/http's body: the early end is reported once, and
+				// the body counts as read to its end after it.
+				b.sawEOF = true
+				return 0, io.ErrUnexpectedEOF
+			}
 			b.err = io.ErrUnexpectedEOF
 			return 0, b.err
 		}
@@ -291,10 +297,6 @@ func (b *body) Close() error {
 	var err error
 	switch {
 	case b.sawEOF:
-	case b.continueReader && b.w.canWriteContinue.Load():
-		// The client was not told to send the body: nothing to drop, and
-		// the connection closes.
-		b.earlyClose = true
 	case !b.chunked && b.remain > maxPostHandlerReadBytes:
 		b.earlyClose = true
 	default:

@@ -413,6 +413,7 @@ func (w *response) finishRequest() {
 	}
 	w.cw.close()
 	w.checkMaxBytes()
+	w.h.flushOut() // the answer goes out before the rest of the body is read
 	if w.reqBody != nil {
 		w.reqBody.Close()
 	}

@@ -132,6 +132,56 @@ func diffHandler() http.Handler {
 		w.WriteHeader(103)
 		w.Write([]byte("x"))
 	})
+	mux.HandleFunc("/panic", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("partial"))
+		panic(http.ErrAbortHandler)
+	})
+	mux.HandleFunc("/panicflushed", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("partial"))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	mux.HandleFunc("/short", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10")
+		w.Write([]byte("abc"))
+	})
+	mux.HandleFunc("/identity", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "identity")
+		w.Write([]byte("abc"))
+	})
+	mux.HandleFunc("/close", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Write([]byte("abc"))
+	})
+	mux.HandleFunc("/304", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(304)
+		w.Write([]byte("abc"))
+	})
+	mux.HandleFunc("/ka10", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		w.Header().Set("Connection", "keep-alive")
+		w.Write([]byte("abc"))
+	})
+	mux.HandleFunc("/noread", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ignored body"))
+	})
+	mux.HandleFunc("/retained", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("A", "1")
+		w.WriteHeader(200)
+		h.Set("A", "2")
+		h.Add("B", "3")
+		w.Write([]byte("x"))
+	})
+	mux.HandleFunc("/bigchunks", func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 5; i++ {
+			w.Write([]byte(strings.Repeat(string(rune('a'+i)), 1500+i*1000)))
+		}
+	})
+	mux.HandleFunc("/continue-ignore", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("not reading"))
+	})
 	return mux
 }
 
@@ -202,6 +252,27 @@ func TestDifferential(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\nGET /big HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nab\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\n",
+		"GET /panic HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /panicflushed HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /short HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /identity HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /close HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /304 HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /ka10 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+		"GET /retained HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /bigchunks HTTP/1.1\r\nHost: a\r\n\r\n",
+		"HEAD /bigchunks HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /noread HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 300000\r\n\r\n" + strings.Repeat("b", 300000) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n" + strings.Repeat("b", 200000) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /continue-ignore HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1\r\nx\r\n", 100) + "0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\nx\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nshort",
 		"GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("a", 1<<20+5000) + "\r\n\r\n",
 	}
 	for _, half := range []bool{true, false} {
