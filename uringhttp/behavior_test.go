@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -449,5 +450,91 @@ func TestExpectContinue(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != "hello" {
 		t.Fatalf("%q", b)
+	}
+}
+
+func TestConnState(t *testing.T) {
+	var mu sync.Mutex
+	var states []http.ConnState
+	var conn net.Conn
+	closed := make(chan struct{})
+	addr := serve(t, &Server{Handler: http.NotFoundHandler(), ConnState: func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		if conn == nil {
+			conn = c
+		} else if c != conn {
+			t.Errorf("ConnState got another net.Conn for the same connection")
+		}
+		states = append(states, st)
+		if st == http.StateClosed {
+			close(closed)
+		}
+	}})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for i := 0; i < 2; i++ {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	c.Close()
+	<-closed
+	mu.Lock()
+	defer mu.Unlock()
+	want := []http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateActive, http.StateIdle, http.StateClosed}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("states %v, want %v", states, want)
+	}
+}
+
+func TestReadTimeoutBody(t *testing.T) {
+	errc := make(chan error, 1)
+	addr := serve(t, &Server{ReadTimeout: 200 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		errc <- err
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+	select {
+	case err := <-errc:
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("body read: %v, want a timeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("body read did not time out")
+	}
+}
+
+func TestWriteTimeout(t *testing.T) {
+	errc := make(chan error, 1)
+	addr := serve(t, &Server{WriteTimeout: 200 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(500 * time.Millisecond)
+		w.Write([]byte("late"))
+		errc <- http.NewResponseController(w).Flush()
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if err := <-errc; err == nil {
+		t.Fatal("write after WriteTimeout succeeded")
+	}
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := c.Read(make([]byte, 100)); err != io.EOF {
+		t.Fatalf("read %d, %v: want the connection closed without an answer", n, err)
 	}
 }

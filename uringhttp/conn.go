@@ -109,6 +109,8 @@ func (h *hconn) setPhase(p int32) {
 	h.phase.Store(p)
 	if h.srv.s.sweeping() {
 		h.since.Store(h.srv.s.coarseNow())
+	} else if p == phaseNew {
+		h.since.Store(monoNow()) // for Shutdown's 5 s grace of a new connection
 	}
 }
 

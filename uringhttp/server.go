@@ -279,9 +279,6 @@ func (s *Server) closeIdle() bool {
 		}
 		ph := h.phase.Load()
 		idle := !busy && (ph == phaseIdle || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
-		if ph == phaseNew && !busy && !s.sweepOn.Load() {
-			idle = true // no stamps without the sweep: a new connection without a request counts as idle
-		}
 		if !idle {
 			quiet = false
 			continue
