@@ -39,7 +39,8 @@ type hconn struct {
 	post   bool // the last request was a POST (leading CRLF tolerance)
 	kept   int  // bytes of a partial head the runtime keeps for the next OnData
 
-	cur    atomic.Pointer[response] // the request in flight, for cancellation
+	cancel context.CancelFunc // the context of the request in flight (mu)
+	body   *body              // its body, or nil (mu)
 	phase  atomic.Int32             // for the timeout sweep
 	since  atomic.Int64             // coarse ns when the phase began
 	reqAt  atomic.Int64             // coarse ns when the request in flight was read
@@ -420,9 +421,9 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
-	h.cur.Store(w)
+	var b *body
 	if p.hasBody {
-		b := &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}
+		b = &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}
 		req.Body = b
 		w.body = b
 		if hasToken(p.expect, "100-continue") {
@@ -434,6 +435,9 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	} else {
 		req.Body = http.NoBody
 	}
+	h.mu.Lock()
+	h.cancel, h.body = p.cancel, b
+	h.mu.Unlock()
 	if !hasToken(p.expect, "100-continue") && p.expect != "" {
 		// Expect other than 100-continue: 417 and close.
 		h.setState(http.StateActive)
@@ -441,8 +445,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.finishRequest()
 		h.flushOut()
-		p.cancel()
-		h.cur.Store(nil)
+		h.endRequest()
 		return false, false
 	}
 	w.reqBody = req.Body
@@ -455,8 +458,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 		handler = globalOptions{}
 	}
 	ok := h.runHandler(handler, w, req)
-	p.cancel()
-	h.cur.Store(nil)
+	h.endRequest()
 	if w.hijacked {
 		return false, true
 	}
@@ -469,6 +471,17 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 		return false, false
 	}
 	return true, false
+}
+
+// endRequest cancels the request's context and forgets it.
+func (h *hconn) endRequest() {
+	h.mu.Lock()
+	cancel := h.cancel
+	h.cancel, h.body = nil, nil
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // runHandler runs the handler; false after a panic (logged unless it was
@@ -633,15 +646,14 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 		return true
 	}
 	if h.busy {
-		bodyDone := true
-		if w := h.cur.Load(); w != nil && w.body != nil && !w.body.sawEOF {
-			bodyDone = false
+		// The client is gone once its request is read: cancel.
+		cancel := h.cancel
+		if h.body != nil && !h.body.sawEOF {
+			cancel = nil
 		}
 		h.mu.Unlock()
-		if bodyDone {
-			if w := h.cur.Load(); w != nil {
-				w.cancel()
-			}
+		if cancel != nil {
+			cancel()
 		}
 		return true
 	}
@@ -683,9 +695,10 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	} else if !h.busy {
 		h.releaseIn()
 	}
+	cancel := h.cancel
 	h.mu.Unlock()
-	if w := h.cur.Load(); w != nil {
-		w.cancel()
+	if cancel != nil {
+		cancel()
 	}
 	sh.s.track(h, false)
 	if hj == nil {

@@ -228,13 +228,13 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, h := range conns {
 		h.mu.Lock()
-		hj := h.hj != nil
+		hj, cancel := h.hj != nil, h.cancel
 		h.mu.Unlock()
 		if hj {
 			continue
 		}
-		if w := h.cur.Load(); w != nil {
-			w.cancel()
+		if cancel != nil {
+			cancel()
 		}
 		h.c.Close()
 	}
