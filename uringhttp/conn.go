@@ -41,13 +41,13 @@ type hconn struct {
 
 	cancel context.CancelFunc // the context of the request in flight (mu)
 	body   *body              // its body, or nil (mu)
-	phase  atomic.Int32             // for the timeout sweep
-	since  atomic.Int64             // coarse ns when the phase began
-	reqAt  atomic.Int64             // coarse ns when the request in flight was read
-	wexp   atomic.Bool              // WriteTimeout passed: writes fail
-	rexp   atomic.Bool              // ReadTimeout passed: body reads fail
-	shut   atomic.Bool              // closing for Shutdown/Close
-	ctx    context.Context          // connection context (ConnContext), lazily
+	phase  atomic.Int32       // for the timeout sweep
+	since  atomic.Int64       // coarse ns when the phase began
+	reqAt  atomic.Int64       // coarse ns when the request in flight was read
+	wexp   atomic.Bool        // WriteTimeout passed: writes fail
+	rexp   atomic.Bool        // ReadTimeout passed: body reads fail
+	shut   atomic.Bool        // closing for Shutdown/Close
+	ctx    context.Context    // connection context (ConnContext), lazily
 	raddr  string
 	netc   net.Conn // the connection as a net.Conn for hooks (lazily)
 	out    []byte   // response bytes not yet handed to the connection (serving goroutine only)
