@@ -387,7 +387,7 @@ func TestShutdownWaitsForRequests(t *testing.T) {
 }
 
 func TestHijackEcho(t *testing.T) {
-	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serve(t, &Server{ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -414,7 +414,10 @@ func TestHijackEcho(t *testing.T) {
 	if err != nil || resp.StatusCode != 101 {
 		t.Fatal(resp, err)
 	}
-	for _, l := range []string{"first", "second", strings.Repeat("z", 200000)} {
+	for _, l := range []string{"first", "second", strings.Repeat("z", 200000), "after the server's timeouts"} {
+		if strings.HasPrefix(l, "after") {
+			time.Sleep(300 * time.Millisecond) // the server's timeouts do not apply to a hijacked connection
+		}
 		if l != "first" {
 			io.WriteString(c, l+"\n")
 		}

@@ -61,6 +61,7 @@ const (
 	phaseIdle          // between requests
 	phaseHead          // a request head is arriving
 	phaseActive        // a request is being served
+	phaseHijacked      // the handler owns the connection: no server timeout applies
 )
 
 const (

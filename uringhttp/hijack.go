@@ -190,6 +190,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.bw = nil
 	}
 	hc := h.netConn().(*hijackConn)
+	h.phase.Store(phaseHijacked)
 	h.mu.Lock()
 	h.hj = hc
 	w.hijacked = true
