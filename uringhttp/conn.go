@@ -57,11 +57,11 @@ type hconn struct {
 
 // phases of a connection, for the timeout sweep
 const (
-	phaseNew    = iota // accepted, no request yet
-	phaseIdle          // between requests
-	phaseHead          // a request head is arriving
-	phaseActive        // a request is being served
-	phaseHijacked      // the handler owns the connection: no server timeout applies
+	phaseNew      = iota // accepted, no request yet
+	phaseIdle            // between requests
+	phaseHead            // a request head is arriving
+	phaseActive          // a request is being served
+	phaseHijacked        // the handler owns the connection: no server timeout applies
 )
 
 const (
