@@ -49,9 +49,10 @@ type hconn struct {
 	shut   atomic.Bool        // closing for Shutdown/Close
 	ctx    context.Context    // connection context (ConnContext), lazily
 	raddr  string
-	netc   net.Conn // the connection as a net.Conn for hooks (lazily)
-	out    []byte   // response bytes not yet handed to the connection (serving goroutine only)
-	werr   error    // a write failed (serving goroutine only)
+	netc   net.Conn  // the connection as a net.Conn for hooks (lazily)
+	out    []byte    // response bytes not yet handed to the connection (serving goroutine only)
+	w      *response // the response being written (serving goroutine only)
+	werr   error     // a write failed (serving goroutine only)
 	hasOut bool
 }
 
@@ -422,6 +423,8 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
+	h.w = w
+	defer func() { h.w = nil }()
 	var b *body
 	if p.hasBody {
 		b = &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}
@@ -530,7 +533,7 @@ func (h *hconn) writeOut(p []byte) (int, error) {
 			}
 			return len(p), nil
 		}
-		h.out = getBuf()
+		h.out = h.takeOut()
 	}
 	if len(h.out)+len(p) > outFlushAt && len(h.out) > 0 {
 		if err := h.flushOut(); err != nil {
@@ -543,7 +546,7 @@ func (h *hconn) writeOut(p []byte) (int, error) {
 			return len(p), nil
 		}
 		if h.out == nil {
-			h.out = getBuf()
+			h.out = h.takeOut()
 		}
 	}
 	h.out = append(h.out, p...)
@@ -567,9 +570,29 @@ func (h *hconn) flushOut() error {
 	if len(h.out) > 0 {
 		err = h.send(h.out)
 	}
-	putBuf(h.out)
+	h.giveOut(h.out)
 	h.out = nil
 	return err
+}
+
+// takeOut returns an output buffer: the current response's, or a pooled
+// one. A response keeps its buffer across its reuses, so a request costs
+// no pool operation for it.
+func (h *hconn) takeOut() []byte {
+	if w := h.w; w != nil && w.obuf != nil {
+		b := w.obuf
+		w.obuf = nil
+		return b[:0]
+	}
+	return getBuf()
+}
+
+func (h *hconn) giveOut(b []byte) {
+	if w := h.w; w != nil && w.obuf == nil && cap(b) == 4096 {
+		w.obuf = b[:0]
+		return
+	}
+	putBuf(b)
 }
 
 // send writes p to the connection, waiting while its output queue is full

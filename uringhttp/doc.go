@@ -45,8 +45,9 @@
 //   - TLS and HTTP/2 are not served here: serve them with net/http on a
 //     uringrt.Listen listener (the net.Conn path), where it runs unchanged.
 //   - Timeouts are applied by one sweep per server every quarter of the
-//     shortest timeout (5 ms to 1 s), so a connection is closed up to a
-//     quarter late.
+//     shortest timeout (5 ms to 1 s) on a clock the sweep keeps, so no
+//     timer is armed per request: a timeout of d fires between d and about
+//     1.5 x d.
 //   - http.MaxBytesReader's limit closes the connection after the response
 //     (as net/http does) when the handler assigned the reader to
 //     Request.Body; a limit hit through a reader kept elsewhere (as

@@ -186,7 +186,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	h.flushOut()
 	if w.bw != nil {
-		putBW(w.bw)
+		w.bw.Reset(&w.cw)
 		w.bw = nil
 	}
 	hc := h.netConn().(*hijackConn)

@@ -25,22 +25,6 @@ import (
 // same bytes).
 const bufferBeforeChunking = 2048
 
-var bwPool sync.Pool
-
-func getBW(w io.Writer) *bufio.Writer {
-	if v := bwPool.Get(); v != nil {
-		bw := v.(*bufio.Writer)
-		bw.Reset(w)
-		return bw
-	}
-	return bufio.NewWriterSize(w, bufferBeforeChunking)
-}
-
-func putBW(bw *bufio.Writer) {
-	bw.Reset(nil)
-	bwPool.Put(bw)
-}
-
 // response is the http.ResponseWriter. It follows net/http's response
 // writer step by step: a 2 KiB buffer in front of a chunk writer that
 // finalises the head (Content-Length or chunked, Content-Type sniffing,
@@ -73,6 +57,11 @@ type response struct {
 	canWriteContinue atomic.Bool
 	continueMu       sync.Mutex
 
+	// kept across the response's reuses (release)
+	spareHdr [2]http.Header
+	bwKeep   *bufio.Writer
+	obuf     []byte
+
 	dateBuf   [len(http.TimeFormat)]byte
 	clenBuf   [10]byte
 	statusBuf [3]byte
@@ -91,37 +80,49 @@ var respPool = sync.Pool{New: func() any { return new(response) }}
 
 func getResponse() *response { return respPool.Get().(*response) }
 
+// release puts w back in the pool with what it keeps across requests:
+// its header maps (cleared), its 2 KiB writer and its output buffer, so a
+// request costs one pool operation. A handler must not keep w.Header()
+// past ServeHTTP.
 func (w *response) release() {
-	putHeader(w.handlerHeader)
-	putHeader(w.cw.header)
+	hh, sh, bw, ob := w.handlerHeader, w.cw.header, w.bwKeep, w.obuf
+	if hh == nil {
+		hh = w.spareHdr[0]
+	}
+	if sh == nil {
+		sh = w.spareHdr[1]
+	}
 	*w = response{}
+	if hh != nil && len(hh) <= 32 {
+		clear(hh)
+		w.spareHdr[0] = hh
+	}
+	if sh != nil && len(sh) <= 32 {
+		clear(sh)
+		w.spareHdr[1] = sh
+	}
+	if bw != nil {
+		bw.Reset(&w.cw) // drop what a panicking handler left
+	}
+	w.bwKeep, w.obuf = bw, ob
 	respPool.Put(w)
 }
 
-// Response header maps are pooled too (a handler must not keep
-// w.Header() past ServeHTTP).
-var headerPool sync.Pool
-
-func getHeader() http.Header {
-	if v := headerPool.Get(); v != nil {
-		return v.(http.Header)
+// getHeader returns an empty header map, a kept one when there is one.
+func (w *response) getHeader(i int) http.Header {
+	if h := w.spareHdr[i]; h != nil {
+		w.spareHdr[i] = nil
+		return h
 	}
 	return make(http.Header, 4)
-}
-
-func putHeader(h http.Header) {
-	if h != nil && len(h) <= 32 {
-		clear(h)
-		headerPool.Put(h)
-	}
 }
 
 // snapshot copies the handler's header as it is at WriteHeader: the map
 // and its value slices, not the strings' bytes (a later Set or Add makes
 // a new slice or appends past the copied length, so the head sent is the
 // one WriteHeader saw; only a value overwritten in place would show).
-func snapshot(src http.Header) http.Header {
-	dst := getHeader()
+func (w *response) snapshot(src http.Header) http.Header {
+	dst := w.getHeader(1)
 	for k, v := range src {
 		dst[k] = v[:len(v):len(v)]
 	}
@@ -140,10 +141,10 @@ func (w *response) init(h *hconn) {
 // Header implements http.ResponseWriter.
 func (w *response) Header() http.Header {
 	if w.handlerHeader == nil {
-		w.handlerHeader = getHeader()
+		w.handlerHeader = w.getHeader(0)
 	}
 	if w.cw.header == nil && w.wroteHeader && !w.cw.wroteHeader {
-		w.cw.header = snapshot(w.handlerHeader)
+		w.cw.header = w.snapshot(w.handlerHeader)
 	}
 	w.calledHeader = true
 	return w.handlerHeader
@@ -151,7 +152,7 @@ func (w *response) Header() http.Header {
 
 func (w *response) hdr() http.Header {
 	if w.handlerHeader == nil {
-		w.handlerHeader = getHeader()
+		w.handlerHeader = w.getHeader(0)
 	}
 	return w.handlerHeader
 }
@@ -206,7 +207,7 @@ func (w *response) WriteHeader(code int) {
 	w.wroteHeader = true
 	w.status = code
 	if w.calledHeader && w.cw.header == nil {
-		w.cw.header = snapshot(w.handlerHeader)
+		w.cw.header = w.snapshot(w.handlerHeader)
 	}
 	if cl := w.hdr().Get("Content-Length"); cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
@@ -308,7 +309,10 @@ func (w *response) write(n int, b []byte, s string) (int, error) {
 		return 0, http.ErrContentLength
 	}
 	if w.bw == nil {
-		w.bw = getBW(&w.cw)
+		if w.bwKeep == nil {
+			w.bwKeep = bufio.NewWriterSize(&w.cw, bufferBeforeChunking)
+		}
+		w.bw = w.bwKeep
 	}
 	if b != nil {
 		return w.bw.Write(b)
@@ -408,7 +412,6 @@ func (w *response) finishRequest() {
 	}
 	if w.bw != nil {
 		w.bw.Flush()
-		putBW(w.bw)
 		w.bw = nil
 	}
 	w.cw.close()
@@ -697,7 +700,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 
 	h := w.h
 	if h.out == nil {
-		h.out = getBuf()
+		h.out = h.takeOut()
 	}
 	ob := outWriter{h}
 	writeStatusLine(ob, w.req.ProtoAtLeast(1, 1), code, w.statusBuf[:])

@@ -357,7 +357,10 @@ func (s *Server) sweep(p time.Duration, stop chan struct{}) {
 		}
 		s.mu.Unlock()
 		for _, h := range conns {
-			s.check(h, now)
+			// Stamps are taken from the coarse clock, up to p behind the
+			// real time: a timeout counts from the stamp plus p, so that
+			// it never fires early.
+			s.check(h, now-int64(p))
 		}
 		clear(conns)
 	}
