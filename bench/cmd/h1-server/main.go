@@ -1,0 +1,146 @@
+// Command h1-server is the HTTP/1.1 server of scripts/bench-uringhttp.sh:
+// the same response (a 13-byte or a 4 KiB text body) from one of five
+// servers, chosen by -server:
+//
+//	uringhttp      uringrt's HTTP/1.1 server on the callback API
+//	nethttp        net/http on Go's net
+//	nethttp-uring  net/http on uringrt's listener (the net.Conn path)
+//	fasthttp       github.com/valyala/fasthttp
+//	nbhttp         github.com/lesismal/nbio's nbhttp (net/http handlers on an event loop)
+//
+// On SIGUSR1 it collects garbage, returns freed memory to the OS and
+// prints "stats rss=BYTES goroutines=N" on stderr (the script reads the
+// RSS of idle connections this way). It exits 0 on SIGINT or SIGTERM.
+//
+//	h1-server -server uringhttp -addr 127.0.0.1:17630 -size 13 [-loops 1]
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lesismal/nbio/nbhttp"
+	"github.com/valyala/fasthttp"
+
+	"github.com/uringrt/uringrt/bench/internal/benchsrv"
+	"github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/uringhttp"
+)
+
+func main() {
+	server := flag.String("server", "uringhttp", "uringhttp, nethttp, nethttp-uring, fasthttp or nbhttp")
+	addr := flag.String("addr", "127.0.0.1:17630", "listen `address`")
+	size := flag.Int("size", 13, "response body `bytes` (13: \"Hello, World!\")")
+	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = GOMAXPROCS)")
+	flag.Parse()
+	raiseNOFILE()
+	body := []byte("Hello, World!")
+	if *size != len(body) {
+		body = bytes.Repeat([]byte("x"), *size)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	})
+	n := *loops
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	ctx, stop := benchsrv.SignalContext()
+	defer stop()
+	go statsOnUSR1()
+	var err error
+	switch *server {
+	case "uringhttp":
+		var rt *uringrt.Runtime
+		rt, err = uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: n, MaxConns: 1 << 20})
+		if err != nil {
+			break
+		}
+		var ln net.Listener
+		if ln, err = rt.Listen("tcp", *addr); err != nil {
+			break
+		}
+		srv := &uringhttp.Server{Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second}
+		go func() { <-ctx.Done(); srv.Close() }()
+		err = srv.Serve(ln)
+		rt.Close()
+	case "nethttp", "nethttp-uring":
+		backend := "std"
+		if *server == "nethttp-uring" {
+			backend = "uring"
+		}
+		var ln net.Listener
+		var closeLn func()
+		if ln, closeLn, err = benchsrv.Listen(backend, *addr, n); err != nil {
+			break
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { <-ctx.Done(); srv.Close() }()
+		err = srv.Serve(ln)
+		closeLn()
+	case "fasthttp":
+		srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+			c.SetContentType("text/plain")
+			c.Write(body)
+		}, ReadTimeout: 10 * time.Minute}
+		go func() { <-ctx.Done(); srv.Shutdown() }()
+		err = srv.ListenAndServe(*addr)
+	case "nbhttp":
+		e := nbhttp.NewEngine(nbhttp.Config{Network: "tcp", Addrs: []string{*addr}, Handler: h, NPoller: n, MaxLoad: 1 << 20})
+		if err = e.Start(); err != nil {
+			break
+		}
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		e.Shutdown(sctx)
+		cancel()
+	default:
+		err = fmt.Errorf("-server %q: want uringhttp, nethttp, nethttp-uring, fasthttp or nbhttp", *server)
+	}
+	if err != nil && err != http.ErrServerClosed {
+		fmt.Fprintf(os.Stderr, "h1-server: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func raiseNOFILE() {
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		lim.Cur = lim.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+}
+
+func statsOnUSR1() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	for range ch {
+		runtime.GC()
+		debug.FreeOSMemory()
+		fmt.Fprintf(os.Stderr, "stats rss=%d goroutines=%d\n", vmRSS(), runtime.NumGoroutine())
+	}
+}
+
+func vmRSS() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n << 10
+		}
+	}
+	return -1
+}
