@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,6 +142,14 @@ func TestUringhttpHelperServer(t *testing.T) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			fmt.Printf("rss=%d hwm=%d heap=%d goroutines=%d\n", procStatus("VmRSS:"), procStatus("VmHWM:"), ms.HeapInuse, runtime.NumGoroutine())
+		case "heapprofile":
+			// URINGHTTP_HEAPPROFILE names the file: what idle connections hold.
+			if f, err := os.Create(os.Getenv("URINGHTTP_HEAPPROFILE")); err == nil {
+				runtime.GC()
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+			fmt.Println("ok")
 		case "resethwm":
 			os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 			fmt.Println("ok")
@@ -343,6 +352,11 @@ func TestIdleConns15kRSS(t *testing.T) {
 	per := float64(after.rss-before.rss) / float64(n)
 	t.Logf("%d idle connections: server RSS %d -> %d (%.0f bytes each), heap %d -> %d, goroutines %d -> %d",
 		n, before.rss, after.rss, per, before.heap, after.heap, before.goroutines, after.goroutines)
+	if os.Getenv("URINGHTTP_HEAPPROFILE") != "" {
+		fmt.Fprintln(srv.in, "heapprofile")
+		srv.out.ReadString('\n')
+		t.Logf("heap profile of the server with %d idle connections: %s", n, os.Getenv("URINGHTTP_HEAPPROFILE"))
+	}
 	if after.goroutines-before.goroutines > 20 {
 		t.Errorf("goroutines grew by %d with %d idle connections, want no growth", after.goroutines-before.goroutines, n)
 	}
