@@ -408,8 +408,19 @@ func (h *hconn) serve(w *response) {
 			resumeRead(h.c)
 		}
 		eof := h.rdErr != nil
+		rest := h.buffered()
 		h.mu.Unlock()
 		if eof {
+			// As net/http between requests: a residue of 4 bytes or more
+			// before the FIN is a request cut short (400), less is not
+			// answered.
+			if rest >= 4 {
+				h.mu.Lock()
+				h.dead = true
+				h.mu.Unlock()
+				h.errorReply(protoError("unexpected EOF"), false)
+				return
+			}
 			h.c.Close()
 		}
 		return
@@ -681,7 +692,11 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 		}
 		return true
 	}
-	partial := h.buffered() > 0 || h.kept > 0
+	rest := h.buffered() + h.kept
+	partial := rest > 0
+	if h.phase.Load() != phaseNew && rest < 4 {
+		partial = false // after a request, net/http waits for 4 bytes
+	}
 	dead := h.dead
 	h.dead = true
 	h.mu.Unlock()

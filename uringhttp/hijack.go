@@ -176,19 +176,17 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.disableWriteContinue()
 	h := w.h
-	if w.wroteHeader {
-		if w.bw != nil {
-			w.bw.Flush()
-		}
-		if !w.cw.wroteHeader {
-			w.cw.writeHeader(nil)
-		}
-	}
-	h.flushOut()
+	// As net/http: a head already written logically goes out (without
+	// the bytes still in the 2 KiB buffer, which are dropped); the
+	// connection's own buffer is flushed.
 	if w.bw != nil {
 		w.bw.Reset(&w.cw)
 		w.bw = nil
 	}
+	if w.wroteHeader && !w.cw.wroteHeader {
+		w.cw.writeHeader(nil)
+	}
+	h.flushOut()
 	hc := h.netConn().(*hijackConn)
 	h.phase.Store(phaseHijacked)
 	h.mu.Lock()
@@ -200,5 +198,14 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h.setDeadline(time.Time{}, true)
 	h.werr = nil
 	h.setState(http.StateHijacked)
-	return hc, bufio.NewReadWriter(bufio.NewReader(hc), bufio.NewWriter(hc)), nil
+	br := bufio.NewReader(hc)
+	h.mu.Lock()
+	pending := h.buffered()
+	h.mu.Unlock()
+	if pending > 0 {
+		// The bytes received after the request are in the reader's
+		// buffer, as in net/http's (Buffered tells them).
+		br.Peek(min(pending, br.Size()))
+	}
+	return hc, bufio.NewReadWriter(br, bufio.NewWriter(hc)), nil
 }

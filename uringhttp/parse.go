@@ -305,16 +305,17 @@ func parseHeader(s string) (http.Header, error) {
 		}
 	}
 	h := make(http.Header, n)
-	if n == 0 {
-		if s != "" && (s[0] == ' ' || s[0] == '\t') {
-			return nil, protoError("malformed MIME header initial line")
+	if s != "" && (s[0] == ' ' || s[0] == '\t') {
+		l, _ := nextLine(s)
+		if len(l) > 80 {
+			return nil, protoError("message too large")
 		}
+		return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header initial line: %q", l))
+	}
+	if n == 0 {
 		return h, nil
 	}
 	strs := make([]string, n)
-	if s[0] == ' ' || s[0] == '\t' {
-		return nil, protoError("malformed MIME header initial line")
-	}
 	var kb [64]byte
 	for {
 		var kv string
@@ -323,7 +324,7 @@ func parseHeader(s string) (http.Header, error) {
 			return h, nil
 		}
 		if strings.IndexByte(kv, ':') < 0 {
-			return nil, protoError("malformed MIME header: missing colon")
+			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", kv))
 		}
 		kv = trimOWS(kv)
 		// Continuation lines (obs-fold) are joined with one space.
@@ -341,11 +342,11 @@ func parseHeader(s string) (http.Header, error) {
 		k, v, _ := strings.Cut(kv, ":")
 		key, ok := canonicalKey(k, kb[:0])
 		if !ok {
-			return nil, protoError("malformed MIME header line")
+			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
 		}
 		for i := 0; i < len(v); i++ {
 			if !validHeaderValueByte(v[i]) {
-				return nil, protoError("malformed MIME header line")
+				return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
 			}
 		}
 		value := strings.TrimLeft(v, " \t")

@@ -412,6 +412,12 @@ func (h *hconn) timeoutClose() {
 		return
 	}
 	h.dead = true
+	partial := h.buffered()+h.kept > 0
 	h.mu.Unlock()
+	if partial {
+		// net/http answers a head cut by its deadline with 400.
+		h.errorReply(protoError("timeout"), false)
+		return
+	}
 	h.c.Close()
 }
