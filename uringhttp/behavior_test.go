@@ -541,3 +541,35 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatalf("read %d, %v: want the connection closed without an answer", n, err)
 	}
 }
+
+// After a POST, CRLFs before the next request are skipped, also when the
+// next request's head comes in pieces.
+func TestPostCRLFThenSplitHead(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, r.Method)
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	io.WriteString(c, "\r\nGET / HT")
+	time.Sleep(50 * time.Millisecond)
+	io.WriteString(c, "TP/1.1\r\nHost: x\r\n\r\n")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "GET" {
+		t.Fatalf("%d %q, want 200 GET", resp.StatusCode, b)
+	}
+}

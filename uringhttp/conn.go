@@ -217,6 +217,8 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			data = data[k:]
 			if own {
 				h.consumed(k)
+			} else {
+				c.Discard(k) // consumed: not kept with a partial head
 			}
 		}
 		if len(data) > 0 {
@@ -242,6 +244,9 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		}
 		h.mu.Unlock()
 		return
+	}
+	if !own {
+		c.Discard(-1) // all taken: the rest, if any, is copied below
 	}
 	if err != nil {
 		h.dead = true
