@@ -573,3 +573,41 @@ func TestPostCRLFThenSplitHead(t *testing.T) {
 		t.Fatalf("%d %q, want 200 GET", resp.StatusCode, b)
 	}
 }
+
+// A read deadline a handler set ends with its request.
+func TestResponseControllerDeadlineEndsWithRequest(t *testing.T) {
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.URL.Path == "/set" {
+			rc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			io.WriteString(w, "set")
+			return
+		}
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %v", b, err)
+	})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	io.WriteString(c, "GET /set HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	time.Sleep(100 * time.Millisecond)
+	io.WriteString(c, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n")
+	time.Sleep(20 * time.Millisecond)
+	io.WriteString(c, "abc")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "abc <nil>" {
+		t.Fatalf("second request's body read: %q", b)
+	}
+}

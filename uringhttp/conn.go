@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
@@ -440,7 +441,15 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
 	h.w = w
-	defer func() { h.w = nil }()
+	defer func() {
+		h.w = nil
+		if hc, ok := h.netc.(*hijackConn); ok && !w.hijacked && (hc.rdTimer != nil || hc.wrTimer != nil) {
+			// A deadline the handler set (ResponseController) ends with
+			// its request.
+			h.setDeadline(time.Time{}, false)
+			h.setDeadline(time.Time{}, true)
+		}
+	}()
 	var b *body
 	if p.hasBody {
 		b = &body{h: h, w: w, req: req, chunked: p.chunked, remain: p.clen}
