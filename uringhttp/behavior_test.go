@@ -611,3 +611,34 @@ func TestResponseControllerDeadlineEndsWithRequest(t *testing.T) {
 		t.Fatalf("second request's body read: %q", b)
 	}
 }
+
+// The server runs on a runtime that fell back to Go's net too.
+func TestBackendStd(t *testing.T) {
+	rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendStd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Runtime: rt, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %d", r.Method, len(b))
+	})}
+	go s.Serve(ln)
+	defer s.Close()
+	c := &http.Client{Transport: &http.Transport{}}
+	for i := 0; i < 10; i++ {
+		resp, err := c.Post("http://"+ln.Addr().String(), "x", strings.NewReader(strings.Repeat("y", i*50000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("POST %d", i*50000); string(b) != want {
+			t.Fatalf("%q, want %q", b, want)
+		}
+	}
+}

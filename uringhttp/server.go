@@ -13,9 +13,11 @@ import (
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
-// Server serves HTTP/1.1 on the callback API of a uringrt runtime. Its
-// fields mean what http.Server's of the same name mean. A Server must not
-// be copied after first use.
+// Server serves HTTP/1.1 on the callback API of a uringrt runtime (Linux
+// 6.0+ for multishot receives; Go's net on a runtime that fell back to it).
+// Its fields mean what http.Server's of the same name mean. A Server must
+// not be copied after first use, and serves no longer once Shutdown or
+// Close was called.
 type Server struct {
 	// Addr is the TCP address ListenAndServe listens on (":http" when empty).
 	Addr string
@@ -23,8 +25,9 @@ type Server struct {
 	Handler http.Handler
 	// ReadHeaderTimeout bounds the reading of a request's head, from the
 	// connection's start (first request) or the request's first byte
-	// (later ones); a connection that passes it is closed without an answer,
-	// as a slow client (slowloris) is by net/http. 0 means ReadTimeout.
+	// (later ones); a connection that passes it is closed, as a slow
+	// client (slowloris) is by net/http: with 400 Bad Request when part of
+	// a head came, without an answer when nothing did. 0 means ReadTimeout.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds the reading of a whole request, body included:
 	// past it, Body reads fail with a timeout error. 0 means none.
