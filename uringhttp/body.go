@@ -99,9 +99,7 @@ func (b *body) readLocked(p []byte) (int, error) {
 			b.err = io.ErrUnexpectedEOF
 			return 0, b.err
 		}
-		h.wait++
-		h.cond.Wait()
-		h.wait--
+		h.waitLocked()
 	}
 }
 

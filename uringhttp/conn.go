@@ -26,35 +26,33 @@ type hconn struct {
 	c   *uringrt.CallbackConn
 
 	mu     sync.Mutex
-	cond   sync.Cond // a body or hijacked-conn reader waits for input (L is &mu)
-	in     []byte    // input received while a request is served (pooled), read from r
+	wake   chan struct{} // closed by signal: waiters for input or a drain (lazily, mu)
+	in     []byte        // input received while a request is served (pooled), read from r
 	r      int
-	rdErr  error // input ended: io.EOF (peer's FIN), net.ErrClosed, a timeout
-	busy   bool  // a goroutine serves a request
-	dead   bool  // answered an error or closing: input is ignored
-	closed bool  // OnClose ran
-	paused bool  // reading paused for backpressure
-	wait   int   // readers waiting on cond
-	drain  chan struct{}
-	hj     *hijackConn
-	post   bool // the last request was a POST (leading CRLF tolerance)
-	kept   int  // bytes of a partial head the runtime keeps for the next OnData
+	rdErr  error         // input ended: io.EOF (peer's FIN), net.ErrClosed, a timeout
+	busy   bool          // a goroutine serves a request
+	dead   bool          // answered an error or closing: input is ignored
+	closed bool          // OnClose ran
+	paused bool          // reading paused for backpressure
+	post   bool          // the last request was a POST (leading CRLF tolerance)
+	wexp   atomic.Bool   // WriteTimeout passed: writes fail
+	rexp   atomic.Bool   // ReadTimeout passed: body reads fail
+	shut   atomic.Bool   // closing for Shutdown/Close
+	kept   int32         // bytes of a partial head the runtime keeps for the next OnData
+	phase  atomic.Int32  // for the timeout sweep
+	drains atomic.Uint32 // OnDrained calls, so that a writer misses none
+	hj     *hijackConn   // set once hijacked (mu)
 
 	cancel context.CancelFunc // the context of the request in flight (mu)
 	body   *body              // its body, or nil (mu)
-	phase  atomic.Int32       // for the timeout sweep
 	since  atomic.Int64       // coarse ns when the phase began
 	reqAt  atomic.Int64       // coarse ns when the request in flight was read
-	wexp   atomic.Bool        // WriteTimeout passed: writes fail
-	rexp   atomic.Bool        // ReadTimeout passed: body reads fail
-	shut   atomic.Bool        // closing for Shutdown/Close
 	ctx    context.Context    // connection context (ConnContext), lazily
 	raddr  string
-	netc   net.Conn  // the connection as a net.Conn for hooks (lazily)
-	out    []byte    // response bytes not yet handed to the connection (serving goroutine only)
-	w      *response // the response being written (serving goroutine only)
-	werr   error     // a write failed (serving goroutine only)
-	hasOut bool
+	hc     *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
+	out    []byte      // response bytes not yet handed to the connection (serving goroutine only)
+	w      *response   // the response being written (serving goroutine only)
+	werr   error       // a write failed (serving goroutine only)
 }
 
 // phases of a connection, for the timeout sweep
@@ -87,11 +85,13 @@ func putBuf(b []byte) {
 func (h *hconn) conn() *uringrt.CallbackConn { return h.c }
 
 // netConn returns the connection as a net.Conn (the same value every call).
-func (h *hconn) netConn() net.Conn {
-	if h.netc == nil {
-		h.netc = &hookConn{h: h}
+func (h *hconn) netConn() net.Conn { return h.hijackConn() }
+
+func (h *hconn) hijackConn() *hijackConn {
+	if h.hc == nil {
+		h.hc = &hijackConn{h: h}
 	}
-	return h.netc
+	return h.hc
 }
 
 func (h *hconn) remoteAddr() string {
@@ -157,9 +157,21 @@ func (h *hconn) releaseIn() {
 
 // signal wakes the readers waiting for input (mu held).
 func (h *hconn) signal() {
-	if h.wait > 0 {
-		h.cond.Broadcast()
+	if h.wake != nil {
+		close(h.wake)
+		h.wake = nil
 	}
+}
+
+// waitLocked waits for the next signal: mu held on entry and on return.
+func (h *hconn) waitLocked() {
+	if h.wake == nil {
+		h.wake = make(chan struct{})
+	}
+	ch := h.wake
+	h.mu.Unlock()
+	<-ch
+	h.mu.Lock()
 }
 
 // srvHandler is the callback handler of one Serve call.
@@ -170,7 +182,6 @@ type srvHandler struct {
 
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
-	h.cond.L = &h.mu
 	c.SetValue(h)
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
@@ -238,7 +249,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	if err == errIncomplete {
 		if !own {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
-			h.kept = len(data)
+			h.kept = int32(len(data))
 		}
 		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
 			h.setPhase(phaseHead)
@@ -443,7 +454,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	h.w = w
 	defer func() {
 		h.w = nil
-		if hc, ok := h.netc.(*hijackConn); ok && !w.hijacked && (hc.rdTimer != nil || hc.wrTimer != nil) {
+		if hc := h.hc; hc != nil && !w.hijacked && (hc.rdTimer != nil || hc.wrTimer != nil) {
 			// A deadline the handler set (ResponseController) ends with
 			// its request.
 			h.setDeadline(time.Time{}, false)
@@ -632,6 +643,7 @@ func (h *hconn) send(p []byte) error {
 			h.werr = errWriteTimeout
 			return h.werr
 		}
+		d0 := h.drains.Load()
 		_, err := h.c.Write(p)
 		if err == nil {
 			return nil
@@ -646,15 +658,10 @@ func (h *hconn) send(p []byte) error {
 			h.werr = net.ErrClosed
 			return h.werr
 		}
-		if h.drain == nil {
-			h.drain = make(chan struct{}, 1)
+		if h.drains.Load() == d0 && !h.wexp.Load() {
+			h.waitLocked() // OnDrained, a close or the write deadline
 		}
-		ch := h.drain
 		h.mu.Unlock()
-		if h.c.OutboundBuffered() == 0 {
-			continue
-		}
-		<-ch
 	}
 }
 
@@ -664,15 +671,8 @@ func (sh *srvHandler) OnDrained(c *uringrt.CallbackConn) {
 		return
 	}
 	h.mu.Lock()
-	if h.drain != nil {
-		select {
-		case h.drain <- struct{}{}:
-		default:
-		}
-	}
-	if h.hj != nil {
-		h.hj.drained()
-	}
+	h.drains.Add(1)
+	h.signal()
 	h.mu.Unlock()
 }
 
@@ -706,7 +706,7 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 		}
 		return true
 	}
-	rest := h.buffered() + h.kept
+	rest := h.buffered() + int(h.kept)
 	partial := rest > 0
 	if h.phase.Load() != phaseNew && rest < 4 {
 		partial = false // after a request, net/http waits for 4 bytes
@@ -736,12 +736,6 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 		}
 	}
 	h.signal()
-	if h.drain != nil {
-		select {
-		case h.drain <- struct{}{}:
-		default:
-		}
-	}
 	hj := h.hj
 	if hj != nil {
 		hj.closedByPeer()

@@ -20,8 +20,6 @@ type hijackConn struct {
 	wrTimer *time.Timer
 }
 
-type hookConn = hijackConn
-
 var _ net.Conn = (*hijackConn)(nil)
 
 // feed takes bytes received after the hijack (h.mu held).
@@ -37,7 +35,6 @@ func (hc *hijackConn) feed(data []byte) {
 
 func (hc *hijackConn) eof()          { hc.h.signal() }
 func (hc *hijackConn) closedByPeer() { hc.h.signal() }
-func (hc *hijackConn) drained()      {}
 
 // Read reads what the peer sent: at least one byte, or an error (io.EOF
 // after the peer's FIN, net.ErrClosed after Close, a timeout past the read
@@ -70,9 +67,7 @@ func (hc *hijackConn) Read(p []byte) (int, error) {
 		if h.rdErr == io.EOF {
 			return 0, io.EOF
 		}
-		h.wait++
-		h.cond.Wait()
-		h.wait--
+		h.waitLocked()
 	}
 }
 
@@ -123,7 +118,7 @@ func (h *hconn) setDeadline(t time.Time, write bool) error {
 	if write {
 		flag = &h.wexp
 	}
-	hc := h.netConn().(*hijackConn)
+	hc := h.hijackConn()
 	tp := &hc.rdTimer
 	if write {
 		tp = &hc.wrTimer
@@ -154,15 +149,7 @@ func (h *hconn) setDeadline(t time.Time, write bool) error {
 }
 
 // wakeAll wakes readers and a writer waiting for a drain (mu held).
-func (h *hconn) wakeAll() {
-	h.signal()
-	if h.drain != nil {
-		select {
-		case h.drain <- struct{}{}:
-		default:
-		}
-	}
-}
+func (h *hconn) wakeAll() { h.signal() }
 
 // Hijack implements http.Hijacker: the connection is handed to the
 // handler as a net.Conn, with a bufio.ReadWriter over it (whose reader
@@ -187,7 +174,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.cw.writeHeader(nil)
 	}
 	h.flushOut()
-	hc := h.netConn().(*hijackConn)
+	hc := h.hijackConn()
 	h.phase.Store(phaseHijacked)
 	h.mu.Lock()
 	h.hj = hc

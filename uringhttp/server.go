@@ -415,7 +415,7 @@ func (h *hconn) timeoutClose() {
 		return
 	}
 	h.dead = true
-	partial := h.buffered()+h.kept > 0
+	partial := h.buffered()+int(h.kept) > 0
 	h.mu.Unlock()
 	if partial {
 		// net/http answers a head cut by its deadline with 400.
