@@ -43,7 +43,7 @@ for s in $SERVERS; do
 		echo "# $s: $rps requests/s (wrk -t1 -c200, ${DUR}s); perf $PERF_SECS s of CPU 0: h1-server ran $((ns / 1000000)) ms, ~$us us of CPU a request"
 		echo "# self %  us/request  symbol"
 		perf report -i "$OUT/perf-$s.data" --stdio --no-children --comms h1-server --percentage relative --sort symbol -g none 2>/dev/null |
-			awk -v us="$us" '/^#/ || NF < 3 {next} { p = $1; sub("%", "", p); sym = $3; for (i = 4; i <= NF && $i != "-"; i++) sym = sym " " $i; printf "%7.2f%%  %8.3f  %s\n", p, p * us / 100, sym }' | head -"$TOP"
+			awk -v us="$us" '/^#/ || NF < 3 {next} { p = $1; sub("%", "", p); sym = $3; for (i = 4; i <= NF && $i != "-"; i++) sym = sym " " $i; printf "%7.2f%%  %8.3f  %s\n", p, p * us / 100, sym }' | head -"$TOP" || true
 	} >"$OUT/report-$s.txt"
 	cat "$OUT/report-$s.txt"
 	sleep 1

@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,7 +45,17 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:17630", "listen `address`")
 	size := flag.Int("size", 13, "response body `bytes` (13: \"Hello, World!\")")
 	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = GOMAXPROCS)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "h1-server: %v\n", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	raiseNOFILE()
 	body := []byte("Hello, World!")
 	if *size != len(body) {
