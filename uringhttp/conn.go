@@ -43,16 +43,16 @@ type hconn struct {
 	drains atomic.Uint32 // OnDrained calls, so that a writer misses none
 	hj     *hijackConn   // set once hijacked (mu)
 
-	cancel context.CancelFunc // the context of the request in flight (mu)
-	body   *body              // its body, or nil (mu)
-	since  atomic.Int64       // coarse ns when the phase began
-	reqAt  atomic.Int64       // coarse ns when the request in flight was read
-	ctx    context.Context    // connection context (ConnContext), lazily
-	raddr  string
-	hc     *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
-	out    []byte      // response bytes not yet handed to the connection (serving goroutine only)
-	w      *response   // the response being written (serving goroutine only)
-	werr   error       // a write failed (serving goroutine only)
+	rctx  *reqContext     // the context of the request in flight (mu)
+	body  *body           // its body, or nil (mu)
+	since atomic.Int64    // coarse ns when the phase began
+	reqAt atomic.Int64    // coarse ns when the request in flight was read
+	ctx   context.Context // connection context (ConnContext), lazily
+	raddr string
+	hc    *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
+	out   []byte      // response bytes not yet handed to the connection (serving goroutine only)
+	w     *response   // the response being written (serving goroutine only)
+	werr  error       // a write failed (serving goroutine only)
 }
 
 // phases of a connection, for the timeout sweep
@@ -294,10 +294,11 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	}
 	w := getResponse()
 	p := &w.p
-	ctx, cancel := context.WithCancel(h.connCtx())
-	p.cancel = cancel
-	if err := parseHead(ctx, string(data[:n]), p); err != nil {
-		cancel()
+	a := new(reqAlloc)
+	a.ctx.init(h.connCtx())
+	p.rctx = &a.ctx
+	if err := parseHead(&a.ctx, string(data[:n]), p, &a.url); err != nil {
+		a.ctx.cancel(context.Canceled)
 		w.release()
 		return nil, 0, err
 	}
@@ -476,7 +477,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 		req.Body = http.NoBody
 	}
 	h.mu.Lock()
-	h.cancel, h.body = p.cancel, b
+	h.rctx, h.body = p.rctx, b
 	h.mu.Unlock()
 	if !hasToken(p.expect, "100-continue") && p.expect != "" {
 		// Expect other than 100-continue: 417 and close.
@@ -516,11 +517,11 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 // endRequest cancels the request's context and forgets it.
 func (h *hconn) endRequest() {
 	h.mu.Lock()
-	cancel := h.cancel
-	h.cancel, h.body = nil, nil
+	rctx := h.rctx
+	h.rctx, h.body = nil, nil
 	h.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if rctx != nil {
+		rctx.cancel(context.Canceled)
 	}
 }
 
@@ -696,13 +697,13 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	}
 	if h.busy {
 		// The client is gone once its request is read: cancel.
-		cancel := h.cancel
+		rctx := h.rctx
 		if h.body != nil && !h.body.sawEOF {
-			cancel = nil
+			rctx = nil
 		}
 		h.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if rctx != nil {
+			rctx.cancel(context.Canceled)
 		}
 		return true
 	}
@@ -742,10 +743,10 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	} else if !h.busy {
 		h.releaseIn()
 	}
-	cancel := h.cancel
+	rctx := h.rctx
 	h.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if rctx != nil {
+		rctx.cancel(context.Canceled)
 	}
 	sh.s.track(h, false)
 	if hj == nil {

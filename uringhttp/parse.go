@@ -74,7 +74,7 @@ type parsed struct {
 	expect   string
 	wantsCls bool // Connection: close (or HTTP/1.0 without keep-alive)
 	want10KA bool
-	cancel   context.CancelFunc // the request context's
+	rctx     *reqContext // the request's context
 }
 
 // hasToken reports whether the comma-separated list v holds token,
@@ -112,7 +112,7 @@ func nextLine(s string) (line, rest string) {
 
 // parseHead parses the head s (as delimited by headEnd, so it ends with a
 // blank line) into a request. The strings of the request share s's memory.
-func parseHead(ctx context.Context, s string, p *parsed) error {
+func parseHead(ctx context.Context, s string, p *parsed, ustore *url.URL) error {
 	line, rest := nextLine(s)
 	method, rest1, ok1 := strings.Cut(line, " ")
 	uri, proto, ok2 := strings.Cut(rest1, " ")
@@ -137,7 +137,7 @@ func parseHead(ctx context.Context, s string, p *parsed) error {
 	if justAuthority {
 		rawurl = "http://" + rawurl
 	}
-	u, err := parseRequestURI(rawurl)
+	u, err := parseRequestURI(rawurl, ustore)
 	if err != nil {
 		return err
 	}
@@ -510,8 +510,8 @@ func internProto(p string) string {
 }
 
 // parseRequestURI is url.ParseRequestURI with a fast path for the common
-// plain path ("/", "/a/b") that gives the same URL.
-func parseRequestURI(raw string) (*url.URL, error) {
+// plain path ("/", "/a/b") that gives the same URL, stored in u.
+func parseRequestURI(raw string, u *url.URL) (*url.URL, error) {
 	if len(raw) > 0 && raw[0] == '/' && (len(raw) == 1 || raw[1] != '/') {
 		plain := true
 		for i := 0; i < len(raw); i++ {
@@ -521,7 +521,8 @@ func parseRequestURI(raw string) (*url.URL, error) {
 			}
 		}
 		if plain {
-			return &url.URL{Path: raw}, nil
+			*u = url.URL{Path: raw}
+			return u, nil
 		}
 	}
 	return url.ParseRequestURI(raw)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"reflect"
 	"testing"
 )
@@ -33,7 +34,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		var p parsed
-		err := parseHead(context.Background(), string(b[:n]), &p)
+		err := parseHead(context.Background(), string(b[:n]), &p, new(url.URL))
 		if err != nil {
 			return
 		}

@@ -2,7 +2,6 @@ package uringhttp
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -30,11 +29,10 @@ const bufferBeforeChunking = 2048
 // finalises the head (Content-Length or chunked, Content-Type sniffing,
 // Date, Connection) when the first bytes or the handler's end reach it.
 type response struct {
-	p      parsed // the request head
-	h      *hconn
-	req    *http.Request
-	body   *body // nil without a body
-	cancel context.CancelFunc
+	p    parsed // the request head
+	h    *hconn
+	req  *http.Request
+	body *body // nil without a body
 
 	reqBody       io.ReadCloser
 	handlerHeader http.Header
@@ -132,7 +130,7 @@ func (w *response) snapshot(src http.Header) http.Header {
 // init readies w for the parsed request w.p.
 func (w *response) init(h *hconn) {
 	p := &w.p
-	w.h, w.req, w.cancel = h, p.req, p.cancel
+	w.h, w.req = h, p.req
 	w.contentLength = -1
 	w.wants10KeepAlive, w.wantsClose = p.want10KA, p.wantsCls
 	w.cw.res = w
@@ -705,13 +703,65 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 	ob := outWriter{h}
 	writeStatusLine(ob, w.req.ProtoAtLeast(1, 1), code, w.statusBuf[:])
 	if len(cw.header) > 0 {
-		cw.header.WriteSubset(ob, exclude)
+		writeHeaderSorted(ob, cw.header, exclude)
 	}
 	set.write(ob)
 	ob.WriteString("\r\n")
 }
 
 const maxPostHandlerReadBytes = 256 << 10
+
+// writeHeaderSorted writes h but the keys in exclude as Header.WriteSubset
+// does (keys sorted, invalid names dropped, CR and LF in values turned to
+// spaces, values trimmed), without its pooled sorter for a small header.
+func writeHeaderSorted(ob outWriter, h http.Header, exclude map[string]bool) {
+	if len(h) > 16 {
+		h.WriteSubset(ob, exclude)
+		return
+	}
+	var arr [16]string
+	keys := arr[:0]
+	for k := range h {
+		if exclude[k] {
+			continue
+		}
+		// insertion sort: a head has a few keys
+		i := len(keys)
+		keys = append(keys, k)
+		for i > 0 && keys[i-1] > k {
+			keys[i] = keys[i-1]
+			i--
+		}
+		keys[i] = k
+	}
+	for _, k := range keys {
+		if !validHeaderFieldName(k) {
+			continue
+		}
+		for _, v := range h[k] {
+			if needsHeaderValueFix(v) {
+				v = textproto.TrimString(headerNewlineToSpace.Replace(v))
+			}
+			ob.WriteString(k)
+			ob.WriteString(": ")
+			ob.WriteString(v)
+			ob.WriteString("\r\n")
+		}
+	}
+}
+
+var headerNewlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
+
+// needsHeaderValueFix reports whether v holds CR or LF or starts or ends
+// with ASCII space.
+func needsHeaderValueFix(v string) bool {
+	if n := len(v); n > 0 && (isASCIISpace(v[0]) || isASCIISpace(v[n-1])) {
+		return true
+	}
+	return strings.ContainsAny(v, "\r\n")
+}
+
+func isASCIISpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // outWriter writes to the connection's output.
 type outWriter struct{ h *hconn }

@@ -231,13 +231,13 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, h := range conns {
 		h.mu.Lock()
-		hj, cancel := h.hj != nil, h.cancel
+		hj, rctx := h.hj != nil, h.rctx
 		h.mu.Unlock()
 		if hj {
 			continue
 		}
-		if cancel != nil {
-			cancel()
+		if rctx != nil {
+			rctx.cancel(context.Canceled)
 		}
 		h.c.Close()
 	}
