@@ -329,6 +329,9 @@ func bodyAllowedForStatus(status int) bool {
 }
 
 func (w *response) disableWriteContinue() {
+	if !w.canWriteContinue.Load() {
+		return // never set, or cleared by writeContinue after its send
+	}
 	w.continueMu.Lock()
 	w.canWriteContinue.Store(false)
 	w.continueMu.Unlock()
