@@ -176,8 +176,18 @@ func (h *hconn) waitLocked() {
 
 // srvHandler is the callback handler of one Serve call.
 type srvHandler struct {
-	s   *Server
-	ctx context.Context // BaseContext with ServerContextKey
+	s    *Server
+	ctx  context.Context // BaseContext with ServerContextKey
+	lctx atomic.Pointer[localCtx]
+}
+
+// localCtx is a connection context without ConnContext, shared by the
+// connections whose LocalAddr is the same net.Addr (the runtime gives the
+// connections of a listener on a specified address the listener's): an
+// idle connection then holds no context of its own.
+type localCtx struct {
+	addr net.Addr
+	ctx  context.Context
 }
 
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
@@ -326,15 +336,38 @@ func (h *hconn) connCtx() context.Context {
 	if h.ctx != nil {
 		return h.ctx
 	}
-	ctx := context.WithValue(h.srv.ctx, http.LocalAddrContextKey, h.c.LocalAddr())
-	if cc := h.srv.s.ConnContext; cc != nil {
+	la := h.c.LocalAddr()
+	cc := h.srv.s.ConnContext
+	if cc == nil && la != nil {
+		if lc := h.srv.lctx.Load(); lc != nil && sameAddrObject(lc.addr, la) {
+			h.ctx = lc.ctx
+			return lc.ctx
+		}
+	}
+	ctx := context.WithValue(h.srv.ctx, http.LocalAddrContextKey, la)
+	if cc != nil {
 		ctx = cc(ctx, h.netConn())
 		if ctx == nil {
 			panic("ConnContext returned nil")
 		}
+	} else if la != nil {
+		h.srv.lctx.Store(&localCtx{addr: la, ctx: ctx})
 	}
 	h.ctx = ctx
 	return ctx
+}
+
+// sameAddrObject reports whether a and b are the same address object.
+func sameAddrObject(a, b net.Addr) bool {
+	switch x := a.(type) {
+	case *net.TCPAddr:
+		y, ok := b.(*net.TCPAddr)
+		return ok && x == y
+	case *net.UnixAddr:
+		y, ok := b.(*net.UnixAddr)
+		return ok && x == y
+	}
+	return false
 }
 
 const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"

@@ -3,6 +3,10 @@ package uringhttp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -75,4 +79,32 @@ func TestReqContextSemantics(t *testing.T) {
 		t.Fatalf("under a done parent: Err %v", e.Err())
 	}
 	<-e.Done()
+}
+
+// Connections of one listener share their connection context when no
+// ConnContext is set; each request's context still carries the local
+// address and the server.
+func TestConnContextShared(t *testing.T) {
+	got := make(chan string, 4)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		_, hasSrv := r.Context().Value(http.ServerContextKey).(*http.Server)
+		if la == nil {
+			got <- "no local address"
+		} else {
+			got <- fmt.Sprintf("%s %v", la, hasSrv)
+		}
+	})}
+	addr := serve(t, s)
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		if g := <-got; g != addr+" false" && g != addr+" true" {
+			t.Fatalf("connection %d: %s, want %s", i, g, addr)
+		}
+		c.Close()
+	}
 }
