@@ -22,13 +22,17 @@
 //
 // # How handlers are run, and why
 //
-// Each request head is parsed on the loop; the handler then runs on a
-// goroutine taken from a stack of idle ones kept by the server (or started
-// when none is idle), which also serves the requests the client pipelined
-// behind it, in order, and goes back to the stack when the connection is
-// idle; a goroutine idle for 2 s ends. A handler that blocks (a database
-// call, a sleep) thus holds only its own goroutine: other connections are
-// read and answered meanwhile. The runtime's fixed worker pool hashed by
+// Each request head is parsed on the loop and queued for the goroutines the
+// server keeps. A goroutine takes the queued requests one after another
+// (for each, also the requests the client pipelined behind it, in order)
+// and parks when none is left; one parked for 2 s ends. Whenever requests
+// wait, at least one goroutine is free to take them: one that takes a
+// request while others wait and no other is free wakes another first (or
+// starts one). A handler that blocks (a database call, a sleep) thus holds
+// only its own goroutine: other connections are read and answered
+// meanwhile; and the requests of a batch the loop read together run one
+// after another on one warm goroutine, without a goroutine switch per
+// request. The runtime's fixed worker pool hashed by
 // connection was not chosen because a worker blocked by one handler stalls
 // every connection hashed to it. A goroutine started per request was
 // measured: its stack, grown by copying on each new goroutine, took 21 % of
