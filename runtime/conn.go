@@ -186,6 +186,9 @@ func (c *Conn) setDeadline(d *deadline, t time.Time, pd *pollDesc, o *op) error 
 	if fd.closing.Load() {
 		return fd.opError("set", net.ErrClosed)
 	}
+	if d.setFast(t) {
+		return nil // the same fire as below, kept by the first set
+	}
 	d.set(t, func() {
 		pd.interrupt()
 		fd.cancelIO(o)

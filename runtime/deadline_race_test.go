@@ -36,3 +36,46 @@ func TestDeadlineClearedAsTimerFires(t *testing.T) {
 		t.Fatal("a deadline cleared by set(zero) was reported expired")
 	}
 }
+
+// TestDeadlineMovedLazily moves a deadline later, then earlier, then
+// clears it, without the timer being moved each time (deadline.go): the
+// timer armed for the first time fires, finds the deadline not yet passed
+// and re-arms for what is left, so the deadline passes at its last time
+// only, once, and a cleared one never.
+func TestDeadlineMovedLazily(t *testing.T) {
+	var d deadline
+	defer d.stop()
+	fired := make(chan struct{}, 4)
+	fire := func() { fired <- struct{}{} }
+	d.set(time.Now().Add(10*time.Millisecond), fire)
+	if !d.setFast(time.Now().Add(time.Hour)) {
+		t.Fatal("setFast after set did nothing")
+	}
+	time.Sleep(100 * time.Millisecond) // the first timer fired and re-armed
+	if d.expired.Load() || len(fired) != 0 {
+		t.Fatal("a deadline moved an hour later passed at its old time")
+	}
+	d.setFast(time.Now().Add(20 * time.Millisecond)) // earlier: the timer moves
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a deadline moved earlier never passed")
+	}
+	if !d.expired.Load() {
+		t.Fatal("fired without marking the deadline expired")
+	}
+	d.setFast(time.Now().Add(10 * time.Millisecond))
+	d.setFast(time.Time{}) // cleared before its timer fires
+	time.Sleep(100 * time.Millisecond)
+	if d.expired.Load() || len(fired) != 0 {
+		t.Fatal("a cleared deadline passed")
+	}
+	d.setFast(time.Unix(1, 0)) // in the past: fires at once, as net/http's abort of its background read does
+	if !d.expired.Load() || len(fired) != 1 {
+		t.Fatal("a deadline in the past did not fire at once")
+	}
+	var fresh deadline
+	if fresh.setFast(time.Now()) {
+		t.Fatal("setFast with no fire kept did something")
+	}
+}

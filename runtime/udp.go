@@ -79,7 +79,9 @@ func (c *ringUDP) setDeadline(d *deadline, t time.Time, wake func()) error {
 	if c.fd.closing.Load() {
 		return c.setErr("set", net.ErrClosed)
 	}
-	d.set(t, wake)
+	if !d.setFast(t) {
+		d.set(t, wake)
+	}
 	return nil
 }
 
