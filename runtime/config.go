@@ -74,7 +74,10 @@ const (
 // of BENCHMARKS.md and older kernels.
 type Config struct {
 	// Loops is the number of event loops (rings); 0 means GOMAXPROCS. More
-	// than MaxLoops fails New with ErrConfig.
+	// than MaxLoops fails New with ErrConfig. Callback connections spread
+	// over every loop, net.Conn connections too, except with Loops 0 and
+	// GOMAXPROCS at most 2, where they all use one loop (a net.Conn's loop
+	// only reports readiness; its goroutines run on every P).
 	Loops int
 	// Backend selects io_uring, Go's net, or auto (the default).
 	Backend Backend

@@ -153,7 +153,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 		unix.Close(fd)
 		return nil, opErr(err)
 	}
-	l := rt.pickLoop()
+	l := rt.pickConnLoop()
 	n := newNetFD(rt, l, fd, family, network)
 	n.dialed = true
 	n.plainTCP = plainDial(d, family)

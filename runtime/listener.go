@@ -101,7 +101,7 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 		}
 	}
 	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
-	l := ln.connLoop()
+	l := ln.connLoop(callback)
 	var n *netFD
 	if callback {
 		n = newBareNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)

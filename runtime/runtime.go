@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +33,7 @@ type Runtime struct {
 	features   netpoll.Features
 	loops      []*loop
 	next       atomic.Uint32
+	connLoops  int // net.Conns use the first connLoops loops (connLoopsFor)
 	metrics    bool
 	useBufRing bool
 	pool       sched.Pool
@@ -89,6 +91,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	if err := validate(&cfg); err != nil {
 		return nil, err
 	}
+	defaultLoops := cfg.Loops == 0
 	applyDefaults(&cfg)
 	rt := &Runtime{
 		cfg: cfg, pol: pollableFor(cfg.Pollable), logger: cfg.Logger, newRing: newRing, host: host,
@@ -107,6 +110,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 			rt.logger.Warn("io_uring unavailable; serving through Go's net (backend std)", "cause", err)
 		} else {
 			rt.backend = BackendUring
+			rt.connLoops = connLoopsFor(len(rt.loops), defaultLoops, runtime.GOMAXPROCS(0))
 		}
 	}
 	if rt.backend == BackendStd {
@@ -161,6 +165,28 @@ func (rt *Runtime) Config() Config { return rt.cfg }
 
 func (rt *Runtime) pickLoop() *loop {
 	return rt.loops[int(rt.next.Add(1)-1)%len(rt.loops)]
+}
+
+// pickConnLoop returns the loop of a new net.Conn (accepted or dialed):
+// round robin over the first connLoops loops.
+func (rt *Runtime) pickConnLoop() *loop {
+	return rt.loops[int(rt.next.Add(1)-1)%rt.connLoops]
+}
+
+// connLoopsFor returns how many loops net.Conn connections use: one when
+// the loop count is the default and GOMAXPROCS is at most 2, else every
+// loop. A net.Conn loop only reports readiness, a few percent of a
+// request's CPU; the handlers run in goroutines on every P. With a loop per
+// P on two cores, each loop woke for half the connections, so its
+// goroutine was scheduled twice as often for half the batch (BENCHMARKS.md,
+// "net/http unpinned"). Past 2 cores nothing was measured, so nothing
+// changes there; callback connections, whose handlers run on their loop,
+// always use every loop.
+func connLoopsFor(loops int, defaulted bool, procs int) int {
+	if defaulted && procs <= 2 {
+		return 1
+	}
+	return loops
 }
 
 func (rt *Runtime) track(n *netFD) {

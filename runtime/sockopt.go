@@ -65,12 +65,15 @@ func initTCP(fd, family int, k keepAliveOpts) {
 
 // connLoop is the loop an accepted connection joins: the accepting loop
 // for a ReusePort listening socket (no hand-off), else the next loop round
-// robin.
-func (ln *listener) connLoop() *loop {
+// robin (of the net.Conn loops for a net.Conn, pickConnLoop).
+func (ln *listener) connLoop(callback bool) *loop {
 	if ln.opts != nil && ln.opts.reuse {
 		return ln.fd.l
 	}
-	return ln.rt.pickLoop()
+	if callback {
+		return ln.rt.pickLoop()
+	}
+	return ln.rt.pickConnLoop()
 }
 
 // listenOpts is what a listener keeps of its ListenConfig.
