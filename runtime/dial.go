@@ -180,7 +180,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	}
 	n.captureLocal()
 	if start {
-		n.start(rt.pol.pollsForLife())
+		n.startConn()
 	}
 	return &Conn{fd: n}, nil
 }

@@ -593,6 +593,7 @@ var tiers = []struct {
 	{"idlepoll", Config{Loops: 1, LockedLoops: true, IdlePoll: 100 * time.Microsecond, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"dedicated", Config{Loops: 1, LockedLoops: true, DedicatedLoops: true, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"locked-loop", Config{Loops: 2, LockedLoops: true}},
+	{"netpoll", Config{Loops: 2, Switches: experiment.Switches{NetpollReadiness: true}}},
 	{"std", Config{Backend: BackendStd}},
 }
 

@@ -158,7 +158,9 @@ func (rt *Runtime) listenOn(ctx context.Context, lc *ListenConfig, l *loop, reus
 	ln := &listener{fd: nfd, rt: rt, opts: lc.opts(reuse), active: new(atomic.Int64)}
 	ln.prepareInherit()
 	ln.plainAccepts = plainTCPSocket(fd, family)
-	nfd.start(true)
+	if !rt.goPoll || !nfd.goPollOpen() { // Accept waits in Go's netpoller, or on the loop's poll
+		nfd.start(true)
+	}
 	rt.mu.Lock()
 	rt.listeners[ln] = struct{}{}
 	rt.mu.Unlock()

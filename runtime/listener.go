@@ -116,7 +116,7 @@ func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bo
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
 	if !callback {
-		n.start(ln.rt.pol.pollsForLife())
+		n.startConn()
 	}
 	return &Conn{fd: n}, true
 }
@@ -168,6 +168,11 @@ func (ln *listener) Addr() net.Addr { return ln.fd.laddr() }
 // SetDeadline sets a deadline for Accept, as *net.TCPListener does.
 func (ln *listener) SetDeadline(t time.Time) error {
 	fd := ln.fd
-	fd.rdl.set(t, func() { fd.rd.interrupt() })
+	fd.rdl.set(t, func() {
+		fd.rd.interrupt()
+		if fd.gp != 0 {
+			fd.goPollExpire()
+		}
+	})
 	return nil
 }

@@ -74,6 +74,15 @@ type connIO struct {
 	pollInArmed     atomic.Bool // pollIn was armed: by start, or by a RawConn.Read (rawconn.go)
 	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
 	rop, wop        op          // ring/async modes: the recv/send in flight
+
+	// gp is the socket's entry in Go's netpoller when its readers wait
+	// there (gopoll.go), 0 otherwise; gpUsers counts the goroutines using
+	// it, for Close.
+	gp      uintptr
+	gpUsers atomic.Int32
+	// ringUsed: an op of fd was posted to the loop (a writer's POLLOUT).
+	// A socket in Go's netpoller with none is closed by Close itself.
+	ringUsed atomic.Bool
 }
 
 // newNetFD wraps fd for a net.Conn or listener.
@@ -109,6 +118,15 @@ func (n *netFD) start(hybrid bool) {
 	}
 }
 
+// startConn starts an accepted or dialed connection: its readers wait in
+// Go's netpoller (Runtime.goPoll) or on the loop's multishot POLLIN.
+func (n *netFD) startConn() {
+	if n.rt.goPoll && n.goPollOpen() {
+		return
+	}
+	n.start(n.rt.pol.pollsForLife())
+}
+
 // rearmPollIn re-arms pollIn when its last CQE came (single-shot polls, or
 // a multishot the kernel ended); called by a reader that found EAGAIN,
 // before it parks. A multishot poll still armed costs one atomic load.
@@ -122,6 +140,10 @@ func (n *netFD) rearmPollIn() {
 // deadline or Close wakes it (re-arming pollIn first if the kernel ended
 // it); the caller re-checks Close and the deadline and tries again.
 func (n *netFD) waitRead() {
+	if n.gp != 0 {
+		n.goPollWaitRead()
+		return
+	}
 	n.rearmPollIn()
 	n.rd.wait(n.abortRead)
 }
@@ -129,6 +151,10 @@ func (n *netFD) waitRead() {
 // waitWrite parks a writer that found EAGAIN (or a connect in progress) on
 // a one-shot POLLOUT armed for it, until its CQE, a deadline or Close.
 func (n *netFD) waitWrite() {
+	n.ringUsed.Store(true)
+	if n.gp != 0 && n.closing.Load() {
+		return // Close may be closing fd itself (it saw no ring use)
+	}
 	n.l.post(request{kind: reqArm, op: &n.pollOut})
 	n.wr.wait(n.abortWrite)
 }

@@ -25,6 +25,7 @@ func (l *loop) prepAccept(sqe *netpoll.SQE, o *op) {
 
 // startServe arms the multishot accept for Serve (on the listener's loop).
 func (l *loop) startServe(ln *listener) {
+	ln.fd.ringUsed.Store(true) // Close then lets the loop close fd, after the accept's CQEs
 	ln.serving = true
 	l.serving = append(l.serving, ln)
 	ln.acceptOp = op{kind: opAcceptCB, fd: ln.fd.fd, ln: ln, nfd: ln.fd}

@@ -33,7 +33,8 @@ type Runtime struct {
 	features   netpoll.Features
 	loops      []*loop
 	next       atomic.Uint32
-	connLoops  int // net.Conns use the first connLoops loops (connLoopsFor)
+	connLoops  int  // net.Conns use the first connLoops loops (connLoopsFor)
+	goPoll     bool // net.Conn readers wait in Go's netpoller (gopoll.go)
 	metrics    bool
 	useBufRing bool
 	pool       sched.Pool
@@ -111,6 +112,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 		} else {
 			rt.backend = BackendUring
 			rt.connLoops = connLoopsFor(len(rt.loops), defaultLoops, runtime.GOMAXPROCS(0))
+			rt.goPoll = cfg.NetpollReadiness && rt.pol.pollsForLife()
 		}
 	}
 	if rt.backend == BackendStd {

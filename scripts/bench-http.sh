@@ -8,6 +8,7 @@
 #   BACKENDS="std uring uring-locked" WORKLOADS=h2 scripts/bench-http.sh
 #   RATE=20000 WORKLOADS="http-ka h2" scripts/bench-http.sh  # a fixed offered load (h2load --rps)
 #   PIN=0 scripts/bench-http.sh                  # unpinned, the default GOMAXPROCS (as users run)
+#   BACKENDS="std uring std2" scripts/bench-http.sh  # std2: Go's net again, an A/A control
 #   BACKENDS="std uring:/tmp/old/bin uring" scripts/bench-http.sh   # A/B: /tmp/old/bin
 #       holds http-server and resp-server built at another commit (a
 #       previous run's $OUT/bin will do)
@@ -15,7 +16,7 @@
 # Workloads (client pinned to CPU 1, server to CPU 0 with GOMAXPROCS=1 and
 # one uringrt loop):
 #   http-ka     net/http, wrk -t1 -c200 (keep-alive)
-#   http-close  net/http, wrk -t1 -c200 -H 'Connection: close' (a new connection per request)
+#   http-close  net/http, wrk -t1 -c$CLOSE_CONNS -H 'Connection: close' (a new connection per request)
 #   h2          net/http HTTP/2 over crypto/tls, h2load -t1 -c32 -m10
 #   resp        tidwall/redcon, redis-benchmark -c50 -t set,get (no pipelining)
 # Needs wrk, h2load (Debian nghttp2-client) and redis-benchmark (redis-tools).
@@ -30,17 +31,19 @@
 #
 # Server CPU per request comes from /proc/PID/stat (utime+stime) read just
 # before and after the client's run. Every server is stopped by its own PID.
-# Environment: WORKLOADS ROUNDS DUR CONNS PORT OUT (results directory,
-# default /tmp/bench-http-<timestamp>).
+# Environment: WORKLOADS ROUNDS DUR CONNS CLOSE_CONNS (http-close's, default
+# CONNS) PORT OUT (results directory, default /tmp/bench-http-<timestamp>).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp}
-# BACKENDS: std (Go's net), uring (uringrt, the default wait in Go's netpoller), uring-locked
-# (uringrt with Config.LockedLoops)
+# BACKENDS: std (Go's net), std2 (the same, a second process: an A/A control), uring (uringrt,
+# the default wait in Go's netpoller), uring-locked (uringrt with Config.LockedLoops),
+# uring-netpoll (net.Conn readers waiting in Go's netpoller)
 BACKENDS=${BACKENDS:-std uring}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 CONNS=${CONNS:-200}
+CLOSE_CONNS=${CLOSE_CONNS:-$CONNS}
 PORT=${PORT:-17620}
 RATE=${RATE:-}
 PIN=${PIN:-1}
@@ -77,7 +80,7 @@ run_client() {
 		echo "$out" >>"$OUT/clients.log"
 		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
 	http-close)
-		out=$("${CLI[@]}" wrk -t1 -c"$CONNS" -d"${DUR}s" -H 'Connection: close' "$url")
+		out=$("${CLI[@]}" wrk -t1 -c"$CLOSE_CONNS" -d"${DUR}s" -H 'Connection: close' "$url")
 		echo "$out" >>"$OUT/clients.log"
 		echo "$out" | awk '/ requests in /{r=$1} /^Requests\/sec:/{s=$2} END{print r, s}' ;;
 	h2)
@@ -100,6 +103,7 @@ for w in $WORKLOADS; do
 			# DIR (another commit's, for an A/B of uringrt against itself)
 			bk=${b%%:*} bin=$OUT/bin
 			[[ $b == *:* ]] && bin=${b#*:}
+			[[ $bk == std2 ]] && bk=std
 			case $w in
 			resp) cmd=("$bin/resp-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
 			h2) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk -tls) ;;

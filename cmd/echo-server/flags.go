@@ -171,6 +171,7 @@ func flagRanges() map[string]flagRange {
 		"inc-buffers":          boolRange,
 		"no-bundles":           boolRange,
 		"no-lend":              boolRange,
+		"netpoll-readiness":    boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),

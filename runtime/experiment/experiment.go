@@ -41,6 +41,13 @@ type Switches struct {
 	// DisableBufferLending makes the callback API's WriteNoCopy copy, as
 	// Write does, instead of sending the provided buffers data arrived in.
 	DisableBufferLending bool
+	// NetpollReadiness makes net.Conn readers (PollHybrid) wait in Go's
+	// own netpoller (epoll), as Go's net does, instead of on a multishot
+	// POLLIN of their loop: the thread that finds the socket readable
+	// runs the reader, with no loop goroutine woken between. Writers that
+	// find the socket full still wait on the loop's POLLOUT. The
+	// comparison for the loop's hand-off with GOMAXPROCS above 1.
+	NetpollReadiness bool
 }
 
 // Pollable is the policy for pollable requests (socket reads, writes and

@@ -12,11 +12,14 @@ import (
 	"syscall"
 
 	"github.com/uringrt/uringrt/runtime"
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // Listen returns a TCP listener on addr: uringrt's (backend "uring", with
 // loops event loops; 0 = GOMAXPROCS; "uring-locked": the same with
-// Config.LockedLoops) or Go's net (backend "std"). close
+// Config.LockedLoops; "uring-netpoll": with net.Conn readers waiting in Go's
+// netpoller, experiment.Switches.NetpollReadiness) or Go's net (backend
+// "std"). close
 // releases the listener and the runtime.
 func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err error) {
 	switch backend {
@@ -26,8 +29,9 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 			return nil, nil, err
 		}
 		return ln, func() { ln.Close() }, nil
-	case "uring", "uring-locked":
-		rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: loops, LockedLoops: backend == "uring-locked"})
+	case "uring", "uring-locked", "uring-netpoll":
+		rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: loops, LockedLoops: backend == "uring-locked",
+			Switches: experiment.Switches{NetpollReadiness: backend == "uring-netpoll"}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -38,7 +42,7 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 		}
 		return ln, func() { ln.Close(); rt.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("-backend must be uring, uring-locked or std, not %q", backend)
+	return nil, nil, fmt.Errorf("-backend must be uring, uring-locked, uring-netpoll or std, not %q", backend)
 }
 
 // SignalContext is cancelled by SIGINT or SIGTERM.

@@ -1,0 +1,100 @@
+package uringrt
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
+)
+
+// TestNetpollReadiness: with experiment.Switches.NetpollReadiness a
+// net.Conn reader parked in Go's netpoller wakes for data, for its
+// deadline, for a deadline moved after it passed (net/http's abort of
+// its background read, then the next request), for Close and for the
+// peer's FIN right after the last bytes; Accept honours its deadline; and
+// a socket the ring never saw is closed by Close itself.
+func TestNetpollReadiness(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{NetpollReadiness: true}})
+	c, s := pair(t, rt, "tcp")
+	sc := s.(*Conn)
+	if sc.fd.gp == 0 {
+		t.Fatal("accepted connection not in Go's netpoller")
+	}
+	b := make([]byte, 16)
+
+	// A deadline in the past wakes a parked reader; cleared, the next
+	// read waits for data again instead of timing out.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		s.SetReadDeadline(time.Unix(1, 0))
+	}()
+	if _, err := s.Read(b); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read with its deadline set in the past: %v", err)
+	}
+	s.SetReadDeadline(time.Time{})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		c.Write([]byte("ping"))
+	}()
+	if n, err := s.Read(b); err != nil || string(b[:n]) != "ping" {
+		t.Fatalf("read after the deadline was cleared: %q, %v", b[:n], err)
+	}
+
+	// A deadline that passes on its own.
+	s.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	if _, err := s.Read(b); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past its deadline: %v", err)
+	}
+	s.SetReadDeadline(time.Time{})
+
+	// Bytes and the FIN together, after a short read.
+	c.Write([]byte("last"))
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	got, err := io.ReadAll(s)
+	if err != nil || string(got) != "last" {
+		t.Fatalf("ReadAll after the peer's last bytes and FIN: %q, %v", got, err)
+	}
+
+	// Close wakes a parked reader, and closes the descriptor itself.
+	c2, s2 := pair(t, rt, "tcp")
+	defer c2.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s2.Read(b)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	s2.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read interrupted by Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not wake the parked reader")
+	}
+	select {
+	case <-s2.(*Conn).fd.closed:
+	default:
+		t.Fatal("Close returned with the descriptor still open")
+	}
+
+	// Accept's deadline.
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ln.(*listener).fd.gp == 0 {
+		t.Fatal("listener not in Go's netpoller")
+	}
+	ln.(*listener).SetDeadline(time.Now().Add(30 * time.Millisecond))
+	if _, err := ln.Accept(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Accept past its deadline: %v", err)
+	}
+}
