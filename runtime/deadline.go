@@ -31,6 +31,7 @@ type deadlineTimer struct {
 	timer   *time.Timer // nil until a deadline in the future was set
 	timerAt int64       // unix ns the timer is armed for; 0: not armed
 	fire    func()      // what the last set passed: run when the deadline passes
+	stopped bool        // stop ran (the connection closed): the timer never re-arms
 }
 
 // set arms the deadline at t (zero: none); fire is run when it passes, and
@@ -77,6 +78,8 @@ func (d *deadline) setLocked(t time.Time) {
 	}
 	d.expired.Store(false)
 	switch dt := d.t; {
+	case dt.stopped:
+		// closed: no timer again
 	case dt.timer == nil:
 		dt.timer = time.AfterFunc(dur, d.onTimer)
 		dt.timerAt = at
@@ -97,7 +100,7 @@ func (d *deadline) onTimer() {
 	dt := d.t
 	dt.timerAt = 0
 	at := d.at.Load()
-	if at == 0 || d.expired.Load() {
+	if at == 0 || d.expired.Load() || dt.stopped {
 		return // cleared, or passed and fired by set already
 	}
 	if now := time.Now().UnixNano(); now < at {
@@ -123,6 +126,7 @@ func (d *deadline) stop() {
 	if d.t != nil && d.t.timer != nil {
 		d.t.timer.Stop()
 		d.t.timerAt = 0
+		d.t.stopped = true // a callback already running finds it and ends
 	}
 	d.mu.Unlock()
 }

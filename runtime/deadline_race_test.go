@@ -79,3 +79,36 @@ func TestDeadlineMovedLazily(t *testing.T) {
 		t.Fatal("setFast with no fire kept did something")
 	}
 }
+
+// TestDeadlineStoppedWhileTimerFires: a connection's Close stops its
+// deadlines while a timer's callback waits for the deadline's lock, the
+// deadline having moved later since the timer was set. Once stop has
+// returned, the callback must not re-arm the timer: it would fire after
+// Close, holding the connection until then. Before, it re-armed whenever
+// stop took the lock first (about half the time).
+func TestDeadlineStoppedWhileTimerFires(t *testing.T) {
+	const n = 8
+	ds := make([]deadline, n)
+	fired := make(chan int, n)
+	stopped := make(chan struct{}, n)
+	for i := range ds {
+		ds[i].set(time.Now().Add(20*time.Millisecond), func() { fired <- i })
+		ds[i].setFast(time.Now().Add(200 * time.Millisecond))
+		ds[i].mu.Lock()
+		go func() {
+			ds[i].stop() // waits for mu, before the timer's callback does
+			stopped <- struct{}{}
+		}()
+	}
+	time.Sleep(60 * time.Millisecond) // every first timer fired; its callback waits for mu
+	for i := range ds {
+		ds[i].mu.Unlock()
+	}
+	for range n {
+		<-stopped
+	}
+	time.Sleep(400 * time.Millisecond) // past the moved deadline
+	if len(fired) != 0 {
+		t.Fatalf("%d of %d deadlines fired after stop", len(fired), n)
+	}
+}
