@@ -120,7 +120,16 @@ func (n *netFD) start(hybrid bool) {
 
 // startConn starts an accepted or dialed connection: its readers wait in
 // Go's netpoller (Runtime.goPoll) or on the loop's multishot POLLIN.
+//
+// It holds a reference while it registers the socket, so a Close racing with
+// it (Runtime.Close closing every tracked connection while Accept or Dial
+// is still starting this one) waits for it and then sees its netpoll entry;
+// a connection already closing is not started.
 func (n *netFD) startConn() {
+	if !n.incref() {
+		return
+	}
+	defer n.decref()
 	if n.rt.goPoll && n.goPollOpen() {
 		return
 	}
