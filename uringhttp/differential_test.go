@@ -9,6 +9,7 @@ package uringhttp_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -243,6 +244,61 @@ func diffHandler() http.Handler {
 		case "/readbody-kind":
 			b, err := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "len=%d timeout=%v unexpected-eof=%v", len(b), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF))
+		case "/ctxkeys":
+			fmt.Fprintf(w, "server=%T local=%T", r.Context().Value(http.ServerContextKey), r.Context().Value(http.LocalAddrContextKey))
+		case "/sleep":
+			ms, _ := strconv.Atoi(q.Get("ms"))
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			io.WriteString(w, "slept")
+		case "/status-102":
+			w.WriteHeader(http.StatusProcessing)
+			w.WriteHeader(200)
+			io.WriteString(w, "after 102")
+		case "/status-101":
+			w.Header().Set("Upgrade", "foo")
+			w.Header().Set("Connection", "Upgrade")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			io.WriteString(w, "x")
+		case "/invalid-code":
+			w.WriteHeader(99)
+		case "/many-response-headers":
+			for i := 0; i < 100; i++ {
+				w.Header().Set(fmt.Sprintf("X-H%03d", i), strings.Repeat("v", i))
+			}
+			io.WriteString(w, "many")
+		case "/remote":
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			fmt.Fprintf(w, "remote host=%s err=%v tls=%v", host, err, r.TLS != nil)
+		case "/form":
+			err := r.ParseForm()
+			fmt.Fprintf(w, "err=%v form=%v post=%v", err, r.Form, r.PostForm)
+		case "/multipart":
+			err := r.ParseMultipartForm(1 << 20)
+			var files []string
+			if r.MultipartForm != nil {
+				for k, fh := range r.MultipartForm.File {
+					files = append(files, fmt.Sprintf("%s:%s:%d", k, fh[0].Filename, fh[0].Size))
+				}
+			}
+			fmt.Fprintf(w, "err=%v values=%v files=%v", err, r.PostForm, files)
+		case "/cookies-read":
+			for _, c := range r.Cookies() {
+				fmt.Fprintf(w, "%s=%s;", c.Name, c.Value)
+			}
+		case "/basic-auth":
+			u, p, ok := r.BasicAuth()
+			fmt.Fprintf(w, "%q %q %v", u, p, ok)
+		case "/read-deadline-past":
+			rc := http.NewResponseController(w)
+			err := rc.SetReadDeadline(time.Now().Add(-time.Second))
+			b, rerr := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "set=%v len=%d timeout=%v", err, len(b), errors.Is(rerr, os.ErrDeadlineExceeded))
+		case "/write-deadline-past":
+			rc := http.NewResponseController(w)
+			err := rc.SetWriteDeadline(time.Now().Add(-time.Second))
+			io.WriteString(w, "unsent?")
+			ferr := rc.Flush()
+			w.Header().Set("X-Ignored", fmt.Sprint(err, ferr))
 		case "/write-string":
 			io.WriteString(w, "via WriteString")
 		case "/read-after-write":
@@ -291,12 +347,17 @@ func writeSorted(w io.Writer, what string, h http.Header) {
 type diffServers struct {
 	std, uring string // addresses
 	stop       func()
+	stdSrv     *http.Server
+	urSrv      *uringhttp.Server
 }
 
 // diffOpts are the http.Server fields both servers of a pair share.
 type diffOpts struct {
 	maxHeaderBytes                                     int
 	readHeaderTimeout, readTimeout, writeTimeout, idle time.Duration
+	// connState, if set, is both servers' ConnState hook; uring tells
+	// which server called.
+	connState func(uring bool, c net.Conn, st http.ConnState)
 }
 
 // startDiffServers starts both servers, configured alike.
@@ -313,6 +374,9 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 	}
 	std := &http.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: quiet,
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
+	if o.connState != nil {
+		std.ConnState = func(c net.Conn, st http.ConnState) { o.connState(false, c, st) }
+	}
 	go std.Serve(stdLn)
 
 	rt, err := uringrt.New(uringrt.Config{Loops: 2, Backend: uringrt.BackendUring})
@@ -328,11 +392,16 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 	}
 	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: quiet, Runtime: rt,
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
+	if o.connState != nil {
+		us.ConnState = func(c net.Conn, st http.ConnState) { o.connState(true, c, st) }
+	}
 	done := make(chan error, 1)
 	go func() { done <- us.Serve(ln) }()
 	return &diffServers{
-		std:   stdLn.Addr().String(),
-		uring: ln.Addr().String(),
+		stdSrv: std,
+		urSrv:  us,
+		std:    stdLn.Addr().String(),
+		uring:  ln.Addr().String(),
 		stop: func() {
 			std.Close()
 			us.Close()
@@ -494,6 +563,8 @@ func (c diffCase) bytesOf() []byte {
 
 const hostH = "Host: example.com\r\n"
 
+const multipartBody = "--XB\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nv\r\n--XB\r\nContent-Disposition: form-data; name=\"up\"; filename=\"a.txt\"\r\n\r\nfile!\r\n--XB--\r\n"
+
 func get(path string) string  { return "GET " + path + " HTTP/1.1\r\n" + hostH + "\r\n" }
 func head(path string) string { return "HEAD " + path + " HTTP/1.1\r\n" + hostH + "\r\n" }
 func post(path, body string) string {
@@ -640,6 +711,20 @@ func diffCases() []diffCase {
 		{name: "full-duplex", req: post("/duplex", "duplex body")},
 		{name: "read-after-flush", req: post("/read-after-write", "late read")},
 		{name: "ctx-live", req: get("/ctx")},
+		{name: "ctx-keys", req: get("/ctxkeys")},
+		{name: "status-102-then-200", req: get("/status-102")},
+		{name: "status-101-no-hijack", req: get("/status-101")},
+		{name: "writeheader-invalid-code", req: get("/invalid-code")},
+		{name: "many-response-headers", req: get("/many-response-headers")},
+		{name: "remote-addr", req: get("/remote")},
+		{name: "form-urlencoded", req: "POST /form?q=1&q=2 HTTP/1.1\r\n" + hostH + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\n\r\na=1&b=2&q=3"},
+		{name: "form-bad-escape", req: "POST /form HTTP/1.1\r\n" + hostH + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\n\r\na=%zz"},
+		{name: "multipart", req: "POST /multipart HTTP/1.1\r\n" + hostH + "Content-Type: multipart/form-data; boundary=XB\r\nContent-Length: " + strconv.Itoa(len(multipartBody)) + "\r\n\r\n" + multipartBody},
+		{name: "cookies-read", req: reqLines("GET /cookies-read HTTP/1.1", hostH, "Cookie: a=1; b=2\r\n", "Cookie: c=3\r\n")},
+		{name: "basic-auth", req: reqLines("GET /basic-auth HTTP/1.1", hostH, "Authorization: Basic dXNlcjpwYXNz\r\n")},
+		{name: "read-deadline-past", req: post("/read-deadline-past", "0123456789")},
+		{name: "write-deadline-past", req: get("/write-deadline-past")},
+		{name: "sleep-short", req: get("/sleep?ms=50")},
 		{name: "half-close-after-request", steps: []rawStep{{send: get("/hello")}, {closeWrite: true}}},
 		{name: "half-close-pipelined", steps: []rawStep{{send: get("/hello") + get("/echo")}, {closeWrite: true}}},
 		{name: "half-close-body-truncated", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 10\r\n\r\nabc"}, {closeWrite: true}}},
@@ -969,5 +1054,136 @@ func TestDifferentialTimeouts(t *testing.T) {
 			}
 			checkSame(t, r.std, r.ur)
 		})
+	}
+}
+
+// TestDifferentialConnState compares the ConnState hook's sequence for
+// one connection per scenario.
+func TestDifferentialConnState(t *testing.T) {
+	var mu sync.Mutex
+	seq := map[bool][]string{}
+	s := startDiffServersOpts(t, diffHandler(), diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
+		mu.Lock()
+		seq[uring] = append(seq[uring], st.String())
+		mu.Unlock()
+	}})
+	defer s.stop()
+	scenarios := []diffCase{
+		{name: "one-request-then-client-close", req: get("/hello")},
+		{name: "two-pipelined", req: get("/hello") + get("/hello")},
+		{name: "bad-request", req: "GARBAGE\r\n\r\n"},
+		{name: "connection-close", req: reqLines("GET /hello HTTP/1.1", hostH, "Connection: close\r\n")},
+		{name: "hijack", req: get("/hijack")},
+		{name: "no-request", steps: []rawStep{{pause: 100 * time.Millisecond}}},
+		{name: "panic", req: get("/panic")},
+		{name: "431", req: reqLines("GET /hello HTTP/1.1", hostH, "X-Big: "+strings.Repeat("a", 1<<20+8192)+"\r\n")},
+	}
+	for _, c := range scenarios {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			seq = map[bool][]string{}
+			mu.Unlock()
+			if _, _, err := exchangeBoth(s, c); err != nil {
+				t.Fatal(err)
+			}
+			// The client has closed: wait for both sequences to end.
+			settled := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, u := range []bool{false, true} {
+					q := seq[u]
+					if len(q) == 0 || (q[len(q)-1] != "closed" && q[len(q)-1] != "hijacked") {
+						return false
+					}
+				}
+				return true
+			}
+			relWait(5*time.Second, settled)
+			mu.Lock()
+			std, ur := strings.Join(seq[false], " "), strings.Join(seq[true], " ")
+			mu.Unlock()
+			if std != ur {
+				t.Errorf("ConnState: net/http %q, uringhttp %q", std, ur)
+			}
+		})
+	}
+}
+
+// TestDifferentialShutdown: Shutdown with an idle connection, a request
+// in flight and a connection that sent nothing yet; what each connection
+// gets, and how long Shutdown takes (net/http waits for a new connection
+// until it has been new for 5 s).
+func TestDifferentialShutdown(t *testing.T) {
+	s := startDiffServers(t, diffHandler(), 0)
+	defer s.stop()
+	type result struct {
+		idle, busy, fresh rawResult
+		took              time.Duration
+		err               error
+	}
+	run := func(addr string, shutdown func(context.Context) error) (r result) {
+		dial := func() net.Conn {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		idle, busy, fresh := dial(), dial(), dial()
+		defer idle.Close()
+		defer busy.Close()
+		defer fresh.Close()
+		io.WriteString(idle, get("/hello"))
+		resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		io.WriteString(busy, get("/sleep?ms=600"))
+		time.Sleep(150 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- shutdown(ctx) }()
+		var wg sync.WaitGroup
+		read := func(c net.Conn, into *rawResult) {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(12 * time.Second))
+			b, err := io.ReadAll(c)
+			into.out, into.end = b, "EOF"
+			if errors.Is(err, syscall.ECONNRESET) {
+				into.end = "RST"
+			} else if err != nil {
+				into.end = "open"
+			}
+		}
+		wg.Add(3)
+		go read(idle, &r.idle)
+		go read(busy, &r.busy)
+		go read(fresh, &r.fresh)
+		r.err = <-done
+		r.took = time.Since(start)
+		wg.Wait()
+		return r
+	}
+	var std, ur result
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); std = run(s.std, s.stdSrv.Shutdown) }()
+	go func() { defer wg.Done(); ur = run(s.uring, s.urSrv.Shutdown) }()
+	wg.Wait()
+	t.Logf("Shutdown took %v on net/http (%v), %v on uringhttp (%v)", std.took.Round(time.Millisecond), std.err, ur.took.Round(time.Millisecond), ur.err)
+	if (std.err == nil) != (ur.err == nil) {
+		t.Errorf("Shutdown returned %v on net/http, %v on uringhttp", std.err, ur.err)
+	}
+	if d := std.took - ur.took; d > 2*time.Second || d < -2*time.Second {
+		t.Errorf("Shutdown took %v on net/http, %v on uringhttp", std.took, ur.took)
+	}
+	for _, c := range []struct {
+		name    string
+		std, ur rawResult
+	}{{"idle", std.idle, ur.idle}, {"busy", std.busy, ur.busy}, {"fresh", std.fresh, ur.fresh}} {
+		t.Run(c.name, func(t *testing.T) { checkSame(t, c.std, c.ur) })
 	}
 }
