@@ -21,6 +21,9 @@
 #   rate      pinned, h2load --h1 -c32 --rps: a fixed offered load of half
 #             net/http's ka-13 median (RATE= to set it), server CPU per
 #             request and p99 from h2load's per-request log
+#   sleeper   rate, while one more connection (curl, keep-alive) asks
+#             /sleep, whose handler sleeps 1 s, again and again: how much a
+#             blocked handler delays the others (p99 against rate's)
 # Then (IDLE=1, the default) 15,000 idle keep-alive connections (IDLE_CONNS),
 # each after one request, to each server: its RSS per connection and
 # goroutines, read after a GC (SIGUSR1) before and after.
@@ -32,7 +35,7 @@
 # Environment: WORKLOADS SERVERS ROUNDS DUR RATE IDLE IDLE_CONNS PORT OUT WRITE
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORKLOADS=${WORKLOADS:-ka-13 ka-4k close unpinned rate}
+WORKLOADS=${WORKLOADS:-ka-13 ka-4k close unpinned rate sleeper}
 SERVERS=${SERVERS:-uringhttp nethttp nethttp-uring fasthttp nbhttp}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
@@ -75,10 +78,19 @@ run_client() {
 		out=$(taskset -c 1 wrk -t1 -c100 -d"${DUR}s" -H 'Connection: close' "$url") ;;
 	unpinned)
 		out=$(wrk -t1 -c200 -d"${DUR}s" "$url") ;;
-	rate)
-		local c=32 log=$OUT/h2load-req.log
+	rate | sleeper)
+		local c=32 log=$OUT/h2load-req.log cpid=
+		if [[ $1 == sleeper ]]; then
+			# one connection, one 1 s request after another, for the whole run
+			local urls=()
+			for _ in $(seq $((DUR + 3))); do urls+=("${url}sleep"); done
+			taskset -c 1 curl -s --max-time $((DUR + 10)) "${urls[@]}" >/dev/null 2>&1 &
+			cpid=$!
+			sleep 0.2
+		fi
 		out=$(taskset -c 1 h2load --h1 -t1 -c$c -m1 --rps=$((RATE / c)) -D "$DUR" --warm-up-time=1 --log-file="$log" "$url")
 		echo "$out" >>"$OUT/clients.log"
+		if [[ -n $cpid ]]; then kill "$cpid" 2>/dev/null || true; wait "$cpid" 2>/dev/null || true; fi
 		local p99
 		p99=$(awk -F'\t' '{print $3}' "$log" | sort -n | awk '{a[NR]=$1} END{ if (NR) { i = int(NR * 0.99); if (i < 1) i = 1; printf "%.3f", a[i] / 1000 } else print "nan" }')
 		echo "$out" | awk -v p="$p99" '/^finished in/{gsub(",","",$4); s=$4} /^requests:/{r=$8} END{print r, s, p}'
@@ -100,7 +112,7 @@ median() {
 }
 
 for w in $WORKLOADS; do
-	if [[ $w == rate && -z $RATE ]]; then
+	if [[ ($w == rate || $w == sleeper) && -z $RATE ]]; then
 		peak=$(median ka-13 nethttp rps)
 		if [[ $peak == nan ]]; then echo "# rate: no ka-13 nethttp figure; set RATE" >&2; continue; fi
 		RATE=$(awk -v p="$peak" 'BEGIN{printf "%d", p / 2}')

@@ -43,7 +43,23 @@ for s in $SERVERS; do
 		echo "# $s: $rps requests/s (wrk -t1 -c200, ${DUR}s); perf $PERF_SECS s of CPU 0: h1-server ran $((ns / 1000000)) ms, ~$us us of CPU a request"
 		echo "# self %  us/request  symbol"
 		perf report -i "$OUT/perf-$s.data" --stdio --no-children --comms h1-server --percentage relative --sort symbol -g none 2>/dev/null |
-			awk -v us="$us" '/^#/ || NF < 3 {next} { p = $1; sub("%", "", p); sym = $3; for (i = 4; i <= NF && $i != "-"; i++) sym = sym " " $i; printf "%7.2f%%  %8.3f  %s\n", p, p * us / 100, sym }' | head -"$TOP" || true
+			awk -v us="$us" '/^#/ || NF < 3 {next} { p = $1; sub("%", "", p); sym = $3; for (i = 4; i <= NF && $i != "-"; i++) sym = sym " " $i; printf "%7.2f%%  %8.3f  %s\n", p, p * us / 100, sym }' | awk -v top="$TOP" 'NR <= top'
+		# (awk, not head: under pipefail perf's SIGPIPE would end the script)
+		echo "# by component: self %, us/request"
+		perf report -i "$OUT/perf-$s.data" --stdio --no-children --comms h1-server --percentage relative --sort symbol -g none 2>/dev/null |
+			awk -v us="$us" '/^#/ || NF < 3 {next}
+			{ p = $1; sub("%", "", p); k = $2; sym = $3
+			  if (k == "[k]") c = "kernel"
+			  else if (sym ~ /uringrt\/uringhttp/) c = "uringhttp (HTTP layer)"
+			  else if (sym ~ /uringrt\/uringrt\/runtime/) c = "uringrt runtime (loop, ring, callbacks)"
+			  else if (sym ~ /valyala\/fasthttp/) c = "fasthttp"
+			  else if (sym ~ /^net\/http|^net\/textproto|^net\/url|^mime/) c = "net/http, textproto, url"
+			  else if (sym ~ /^runtime\.|^internal\/runtime|^aeshash|^gcWriteBarrier|^runtime·/) c = "Go runtime (scheduler, malloc, GC, maps)"
+			  else if (sym ~ /^sync|^context|^time\.|^strconv|^bytes\.|^strings\.|^internal\/bytealg|^indexbyte|^bufio|^io\.|^fmt|^sort|^unicode|^errors/) c = "std (sync, context, time, bytes, ...)"
+			  else if (sym ~ /^internal\/poll|^syscall|^internal\/runtime\/syscall|^net\./) c = "Go net, poll, syscall"
+			  else c = "other (" k ")"
+			  t[c] += p }
+			END { for (c in t) printf "%7.2f%%  %8.3f  %s\n", t[c], t[c] * us / 100, c }' | sort -rn
 	} >"$OUT/report-$s.txt"
 	cat "$OUT/report-$s.txt"
 	sleep 1

@@ -1,6 +1,6 @@
 // Command h1-server is the HTTP/1.1 server of scripts/bench-uringhttp.sh:
-// the same response (a 13-byte or a 4 KiB text body) from one of five
-// servers, chosen by -server:
+// the same response (a 13-byte or a 4 KiB text body; /sleep answers it
+// after 1 s) from one of five servers, chosen by -server:
 //
 //	uringhttp      uringrt's HTTP/1.1 server on the callback API
 //	nethttp        net/http on Go's net
@@ -62,6 +62,9 @@ func main() {
 		body = bytes.Repeat([]byte("x"), *size)
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sleep" {
+			time.Sleep(time.Second)
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(body)
 	})
@@ -104,6 +107,9 @@ func main() {
 		closeLn()
 	case "fasthttp":
 		srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+			if string(c.Path()) == "/sleep" {
+				time.Sleep(time.Second)
+			}
 			c.SetContentType("text/plain")
 			c.Write(body)
 		}, ReadTimeout: 10 * time.Minute}
