@@ -833,10 +833,24 @@ func diffCases() []diffCase {
 		{name: "small-limit-under-slack", small: true, req: reqLines("GET /hello HTTP/1.1", hostH, "X-Big: "+strings.Repeat("a", 4000)+"\r\n")},
 		{name: "small-limit-many-headers", small: true, req: reqLines("GET /hello HTTP/1.1", hostH, strings.Repeat("X-Many: vvvvvvvvvvvvvvvvvvvv\r\n", 300))},
 		{name: "small-limit-body-not-counted", small: true, req: post("/readbody", strings.Repeat("b", 20000))},
+		{name: "small-limit-head-5119", small: true, req: headOfSize(5119)},
+		{name: "small-limit-head-5120", small: true, req: headOfSize(5120)},
+		{name: "small-limit-head-5121", small: true, req: headOfSize(5121)},
+		{name: "small-limit-head-5120-with-body", small: true, req: strings.Replace(headOfSize(5120), "GET /hello", "PUT /hello", 1)[:5120-4] + "\r\nContent-Length: 5\r\n\r\nhello"},
+		{name: "default-limit-head-exact", req: headOfSize(1<<20 + 4096)},
+		{name: "default-limit-head-over-by-1", req: headOfSize(1<<20 + 4097)},
+		{name: "pipeline-large-responses", req: strings.Repeat(get("/large-pieces?n=50000"), 20)},
 		{name: "431-default-limit", req: reqLines("GET /hello HTTP/1.1", hostH, "X-Big: "+strings.Repeat("a", 1<<20+8192)+"\r\n")},
 		{name: "default-limit-under", req: reqLines("GET /hello HTTP/1.1", hostH, "X-Big: "+strings.Repeat("a", 1<<20-1024)+"\r\n")},
 	}
 	return cases
+}
+
+// headOfSize is a GET of /hello whose head (request line to the blank
+// line) is exactly n bytes.
+func headOfSize(n int) string {
+	h := "GET /hello HTTP/1.1\r\n" + hostH + "X-Pad: "
+	return h + strings.Repeat("p", n-len(h)-4) + "\r\n\r\n"
 }
 
 // exchangeBoth runs the case against both servers at once.
@@ -1185,5 +1199,76 @@ func TestDifferentialShutdown(t *testing.T) {
 		std, ur rawResult
 	}{{"idle", std.idle, ur.idle}, {"busy", std.busy, ur.busy}, {"fresh", std.fresh, ur.fresh}} {
 		t.Run(c.name, func(t *testing.T) { checkSame(t, c.std, c.ur) })
+	}
+}
+
+// TestDifferentialContextCancel: a handler waiting on its request's
+// context sees it cancelled when the client goes away (closes, or only
+// shuts its writing side, which net/http also takes as gone), and not
+// while the client waits.
+func TestDifferentialContextCancel(t *testing.T) {
+	type seen struct {
+		uring bool
+		took  time.Duration
+		err   error
+	}
+	got := make(chan seen, 4)
+	var mu sync.Mutex
+	which := map[string]bool{} // the handler's server, by the client's address
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(3 * time.Second):
+		}
+		mu.Lock()
+		u := which[r.RemoteAddr]
+		mu.Unlock()
+		got <- seen{u, time.Since(start), r.Context().Err()}
+		io.WriteString(w, "done")
+	})
+	s := startDiffServersOpts(t, h, diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			which[c.RemoteAddr().String()] = uring
+			mu.Unlock()
+		}
+	}})
+	defer s.stop()
+	for _, how := range []string{"close", "close-write", "stay"} {
+		t.Run(how, func(t *testing.T) {
+			for _, addr := range []string{s.std, s.uring} {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(c, get("/wait"))
+				time.Sleep(100 * time.Millisecond)
+				switch how {
+				case "close":
+					c.Close()
+				case "close-write":
+					c.(*net.TCPConn).CloseWrite()
+				}
+				defer c.Close()
+			}
+			res := map[bool]seen{}
+			for i := 0; i < 2; i++ {
+				select {
+				case r := <-got:
+					res[r.uring] = r
+				case <-time.After(10 * time.Second):
+					t.Fatal("a handler did not return")
+				}
+			}
+			std, ur := res[false], res[true]
+			t.Logf("net/http: %v after %v; uringhttp: %v after %v", std.err, std.took.Round(time.Millisecond), ur.err, ur.took.Round(time.Millisecond))
+			if (std.err == nil) != (ur.err == nil) {
+				t.Errorf("context: net/http %v, uringhttp %v", std.err, ur.err)
+			}
+			if std.err != nil && ur.took > time.Second {
+				t.Errorf("uringhttp cancelled the context %v after the client left", ur.took)
+			}
+		})
 	}
 }
