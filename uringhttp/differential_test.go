@@ -129,6 +129,12 @@ func diffHandler() http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, 8)
 			b, err := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "read %d %q err=%v", len(b), b, err)
+		case "/maxbytes-handler":
+			// http.MaxBytesHandler puts the limit on a copy of the request.
+			http.MaxBytesHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				fmt.Fprintf(w, "read %d %q err=%v", len(b), b, err)
+			}), 8).ServeHTTP(w, r)
 		case "/nobody":
 			io.WriteString(w, "ignored the body")
 		case "/readbody":
@@ -645,6 +651,8 @@ func diffCases() []diffCase {
 		{name: "expect-100-http10-ignored", req: "POST /readbody HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello"},
 		{name: "maxbytes-under", req: post("/maxbytes", "12345")},
 		{name: "maxbytes-over", req: post("/maxbytes", "0123456789abcdefghij")},
+		{name: "maxbytes-handler-over", req: post("/maxbytes-handler", "0123456789abcdefghij") + get("/hello")},
+		{name: "maxbytes-handler-under", req: post("/maxbytes-handler", "0123") + get("/hello")},
 		{name: "maxbytes-over-chunked", req: postChunked("/maxbytes", "0123456789", "abcdefghij")},
 		{name: "flush", req: get("/flush")},
 		{name: "flush-empty", req: get("/flush-empty")},
