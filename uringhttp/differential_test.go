@@ -305,6 +305,32 @@ func diffHandler() http.Handler {
 			io.WriteString(w, "unsent?")
 			ferr := rc.Flush()
 			w.Header().Set("X-Ignored", fmt.Sprint(err, ferr))
+		case "/own-date":
+			w.Header().Set("Date", "Mon, 01 Jan 2001 00:00:00 GMT")
+			io.WriteString(w, "dated")
+		case "/no-date":
+			w.Header()["Date"] = nil
+			io.WriteString(w, "undated")
+		case "/nil-content-type":
+			w.Header()["Content-Type"] = nil
+			io.WriteString(w, "<html>not sniffed")
+		case "/content-encoding":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3})
+		case "/te-and-cl":
+			w.Header().Set("Transfer-Encoding", "chunked")
+			w.Header().Set("Content-Length", "5")
+			io.WriteString(w, "hello")
+		case "/server-header":
+			w.Header().Set("Server", "custom")
+			w.Header().Set("Connection", "keep-alive, Upgrade")
+			io.WriteString(w, "srv")
+		case "/write-header-after-flush":
+			io.WriteString(w, "x")
+			w.(http.Flusher).Flush()
+			w.WriteHeader(500)
+			w.Header().Set("X-Late", "1")
+			io.WriteString(w, "y")
 		case "/write-string":
 			io.WriteString(w, "via WriteString")
 		case "/read-after-write":
@@ -720,6 +746,17 @@ func diffCases() []diffCase {
 		{name: "read-after-flush", req: post("/read-after-write", "late read")},
 		{name: "ctx-live", req: get("/ctx")},
 		{name: "ctx-keys", req: get("/ctxkeys")},
+		{name: "handler-own-date", req: get("/own-date")},
+		{name: "handler-no-date", req: get("/no-date")},
+		{name: "handler-nil-content-type", req: get("/nil-content-type")},
+		{name: "handler-content-encoding", req: get("/content-encoding")},
+		{name: "handler-te-and-cl", req: get("/te-and-cl")},
+		{name: "handler-server-header", req: get("/server-header")},
+		{name: "writeheader-after-flush", req: get("/write-header-after-flush")},
+		{name: "http10-head", req: "HEAD /hello HTTP/1.0\r\n\r\n"},
+		{name: "http10-keepalive-chunked-request", req: "POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok" + "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
+		{name: "http10-keepalive-empty", req: "GET /empty HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
+		{name: "http10-keepalive-204", req: "GET /status?code=204 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
 		{name: "status-102-then-200", req: get("/status-102")},
 		{name: "status-101-no-hijack", req: get("/status-101")},
 		{name: "writeheader-invalid-code", req: get("/invalid-code")},
