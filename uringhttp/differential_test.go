@@ -1317,3 +1317,63 @@ func TestDifferentialContextCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialSplitWrites sends the small cases again a few bytes at
+// a time (1 to 9 bytes a write, a pause between writes), so that heads,
+// chunk lines and bodies arrive cut at every kind of place.
+func TestDifferentialSplitWrites(t *testing.T) {
+	def := startDiffServers(t, diffHandler(), 0)
+	defer def.stop()
+	small := startDiffServers(t, diffHandler(), 1024)
+	defer small.stop()
+	rng := uint32(1)
+	next := func() int { // xorshift: the same cuts every run
+		rng ^= rng << 13
+		rng ^= rng >> 17
+		rng ^= rng << 5
+		return int(rng%9) + 1
+	}
+	var cases []diffCase
+	for _, c := range diffCases() {
+		b := c.bytesOf()
+		if c.steps != nil || len(b) > 2048 || strings.Contains(c.name, "hijack") {
+			continue
+		}
+		var steps []rawStep
+		for i := 0; i < len(b); {
+			n := min(next(), len(b)-i)
+			steps = append(steps, rawStep{send: string(b[i : i+n])}, rawStep{pause: time.Millisecond})
+			i += n
+		}
+		cases = append(cases, diffCase{name: c.name, steps: steps, small: c.small})
+	}
+	type outcome struct {
+		std, ur rawResult
+		err     error
+	}
+	results := make([]outcome, len(cases))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s := def
+			if c.small {
+				s = small
+			}
+			results[i].std, results[i].ur, results[i].err = exchangeBoth(s, c)
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if results[i].err != nil {
+				t.Fatal(results[i].err)
+			}
+			checkSame(t, results[i].std, results[i].ur)
+		})
+	}
+}
