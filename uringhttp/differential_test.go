@@ -1377,3 +1377,68 @@ func TestDifferentialSplitWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialCloseUnblocksWriter: a handler writing to a client that
+// never reads blocks in Write once the buffers fill; Server.Close must end
+// that Write with an error (net/http closes the connection under it).
+func TestDifferentialCloseUnblocksWriter(t *testing.T) {
+	type ended struct {
+		uring bool
+		n     int64
+		err   error
+	}
+	got := make(chan ended, 2)
+	var mu sync.Mutex
+	which := map[string]bool{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		u := which[r.RemoteAddr]
+		mu.Unlock()
+		buf := make([]byte, 64<<10)
+		var n int64
+		var err error
+		for start := time.Now(); time.Since(start) < 20*time.Second; {
+			var k int
+			k, err = w.Write(buf)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		got <- ended{u, n, err}
+	})
+	s := startDiffServersOpts(t, h, diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			which[c.RemoteAddr().String()] = uring
+			mu.Unlock()
+		}
+	}})
+	defer s.stop()
+	for _, addr := range []string{s.std, s.uring} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, get("/write-forever")) // and never read
+	}
+	time.Sleep(500 * time.Millisecond) // the writers fill the buffers and block
+	start := time.Now()
+	s.stdSrv.Close()
+	s.urSrv.Close()
+	for i := 0; i < 2; i++ {
+		select {
+		case e := <-got:
+			t.Logf("uring=%v: Write returned %v after %v (%d bytes written)", e.uring, e.err, time.Since(start).Round(time.Millisecond), e.n)
+			if e.err == nil {
+				t.Errorf("uring=%v: the handler wrote for 20 s without an error after Close", e.uring)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a handler's Write was still blocked 15 s after Close")
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a handler's Write stayed blocked %v after Server.Close (net/http fails it at once)", d.Round(time.Millisecond))
+	}
+}
