@@ -869,6 +869,13 @@ func diffCases() []diffCase {
 		{name: "bad-chunk-ext-ctl", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5;a=\x01\r\nhello\r\n0\r\n\r\n"},
 		{name: "bad-chunk-then-pipelined", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + get("/hello")},
 		{name: "bad-chunk-unread-handler", req: "POST /nobody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n" + get("/hello")},
+		{name: "chunk-ext-4000", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5;e=" + strings.Repeat("x", 4000) + "\r\nhello\r\n0\r\n\r\n"},
+		{name: "chunk-ext-5000", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5;e=" + strings.Repeat("x", 5000) + "\r\nhello\r\n0\r\n\r\n"},
+		{name: "chunk-ext-overhead", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1;e="+strings.Repeat("x", 100)+"\r\na\r\n", 200) + "0\r\n\r\n"},
+		{name: "chunk-many-tiny", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1\r\na\r\n", 3000) + "0\r\n\r\n"},
+		{name: "chunk-size-leading-zeros", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n" + strings.Repeat("0", 30) + "5\r\nhello\r\n0\r\n\r\n"},
+		{name: "trailer-large", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\nTrailer: X-Big\r\n\r\n5\r\nhello\r\n0\r\nX-Big: " + strings.Repeat("t", 30000) + "\r\n\r\n"},
+		{name: "trailer-forbidden-names", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nContent-Length: 99\r\nHost: evil\r\nTransfer-Encoding: chunked\r\n\r\n"},
 		{name: "bad-trailer-no-colon", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nBadTrailer\r\n\r\n"},
 		{name: "bad-after-good-pipelined", req: get("/hello") + "GARBAGE\r\n\r\n" + get("/hello")},
 
