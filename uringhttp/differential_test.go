@@ -464,11 +464,19 @@ type rawResult struct {
 
 func (r rawResult) closed() bool { return r.end != "open" }
 
+// diffQuiet: no byte for this long after the last, the server is done
+// (longer under -race, whose instrumentation slows the servers).
+var diffQuiet = func() time.Duration {
+	if raceEnabled() {
+		return 800 * time.Millisecond
+	}
+	return 400 * time.Millisecond
+}()
+
 const (
-	diffQuiet    = 400 * time.Millisecond // no byte for this long after the last: the server is done
-	diffFirst    = 3 * time.Second        // no byte at all for this long: the server is done
-	diffWait     = 5 * time.Second        // a waitFor step's bound
-	diffDeadline = 15 * time.Second       // the whole exchange's bound
+	diffFirst    = 3 * time.Second  // no byte at all for this long: the server is done
+	diffWait     = 5 * time.Second  // a waitFor step's bound
+	diffDeadline = 15 * time.Second // the whole exchange's bound
 )
 
 // rawExchange dials addr, plays steps, then reads until the server closes
