@@ -681,6 +681,18 @@ func diffCases() []diffCase {
 		{name: "expect-100-then-pipelined", steps: []rawStep{
 			{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 2\r\nExpect: 100-Continue\r\n\r\n"},
 			{waitFor: "100 Continue"}, {send: "ok" + get("/hello")}}},
+		{name: "expect-100-read-part", steps: []rawStep{
+			{send: "POST /readpart HTTP/1.1\r\n" + hostH + "Content-Length: 100\r\nExpect: 100-continue\r\n\r\n"},
+			{waitFor: "100 Continue"}, {send: strings.Repeat("p", 100) + get("/hello")}}},
+		{name: "expect-100-close-body", steps: []rawStep{
+			{send: "POST /close-body HTTP/1.1\r\n" + hostH + "Content-Length: 10\r\nExpect: 100-continue\r\n\r\n"},
+			{pause: 200 * time.Millisecond}, {send: "0123456789" + get("/hello")}}},
+		{name: "expect-100-close-body-no-body-sent", steps: []rawStep{
+			{send: "POST /close-body HTTP/1.1\r\n" + hostH + "Content-Length: 10\r\nExpect: 100-continue\r\n\r\n"},
+			{waitFor: "close err"}, {pause: 100 * time.Millisecond}, {send: get("/echo?next")}}},
+		{name: "expect-100-nobody-no-body-sent", steps: []rawStep{
+			{send: "POST /nobody HTTP/1.1\r\n" + hostH + "Content-Length: 10\r\nExpect: 100-continue\r\n\r\n"},
+			{waitFor: "ignored"}, {pause: 100 * time.Millisecond}, {send: get("/echo?next")}}},
 		{name: "expect-unknown-417", req: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 5\r\nExpect: teapot\r\n\r\nhello"},
 		{name: "expect-100-http10-ignored", req: "POST /readbody HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello"},
 		{name: "maxbytes-under", req: post("/maxbytes", "12345")},
@@ -781,6 +793,9 @@ func diffCases() []diffCase {
 		{name: "half-close-after-request", steps: []rawStep{{send: get("/hello")}, {closeWrite: true}}},
 		{name: "half-close-pipelined", steps: []rawStep{{send: get("/hello") + get("/echo")}, {closeWrite: true}}},
 		{name: "half-close-body-truncated", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 10\r\n\r\nabc"}, {closeWrite: true}}},
+		{name: "half-close-expect-100-no-body", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"}, {closeWrite: true}}},
+		{name: "half-close-expect-100-after-continue", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n"}, {waitFor: "100 Continue"}, {send: "he"}, {closeWrite: true}}},
+		{name: "half-close-body-truncated-zero", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Content-Length: 5\r\n\r\n"}, {closeWrite: true}}},
 		{name: "half-close-chunked-truncated", steps: []rawStep{{send: "POST /readbody HTTP/1.1\r\n" + hostH + "Transfer-Encoding: chunked\r\n\r\n5\r\nhel"}, {closeWrite: true}}},
 		{name: "half-close-mid-headers", steps: []rawStep{{send: "GET /hello HTTP/1.1\r\nHost: exa"}, {closeWrite: true}}},
 		{name: "half-close-mid-request-line", steps: []rawStep{{send: "GET /hel"}, {closeWrite: true}}},
