@@ -150,7 +150,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			panic("BaseContext returned a nil context")
 		}
 	}
-	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s)}
+	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView())}
 	s.mu.Lock()
 	if s.listeners == nil {
 		s.listeners = make(map[net.Listener]struct{})
@@ -423,4 +423,25 @@ func (h *hconn) timeoutClose() {
 		return
 	}
 	h.c.Close()
+}
+
+// netHTTPView returns an *http.Server carrying s's settings, the value of
+// http.ServerContextKey in request contexts, as net/http puts its own
+// server there: middleware that reads the server's Addr or timeouts
+// through that key (by asserting *http.Server) works unchanged. It is a
+// snapshot taken when Serve starts; it does not serve.
+func (s *Server) netHTTPView() *http.Server {
+	return &http.Server{
+		Addr:              s.Addr,
+		Handler:           s.Handler,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		ReadTimeout:       s.ReadTimeout,
+		WriteTimeout:      s.WriteTimeout,
+		IdleTimeout:       s.IdleTimeout,
+		MaxHeaderBytes:    s.MaxHeaderBytes,
+		ErrorLog:          s.ErrorLog,
+		ConnState:         s.ConnState,
+		BaseContext:       s.BaseContext,
+		ConnContext:       s.ConnContext,
+	}
 }
