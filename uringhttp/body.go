@@ -203,11 +203,14 @@ func (b *body) decode(p []byte) (int, error) {
 				b.cstate = csDone
 				return 0, io.EOF
 			}
+			// net/http takes a trailer section only when all of it, the
+			// blank line included, fits its 4 KiB read buffer.
+			const maxTrailer = 4096
 			end := trailerEnd(in)
+			if end > maxTrailer || end < 0 && len(in) >= maxTrailer {
+				return 0, errors.New("http: suspiciously long trailer after chunked body")
+			}
 			if end < 0 {
-				if len(in) >= 4096 {
-					return 0, errors.New("http: suspiciously long trailer after chunked body")
-				}
 				return 0, nil
 			}
 			hdr, err := parseHeader(string(in[:end]))
