@@ -26,10 +26,15 @@ type body struct {
 	excess  int64
 	trailer bool
 
-	sawEOF     bool
-	closed     bool
-	earlyClose bool
-	err        error // a sticky decoding error
+	sawEOF bool
+	// readerSawEOF: a Read (not Close's discarding, not an early end)
+	// returned io.EOF. An Expect: 100-continue body without it closes the
+	// connection after the answer, as net/http's rule: its client may not
+	// have sent the body, so what follows cannot be trusted as a request.
+	readerSawEOF bool
+	closed       bool
+	earlyClose   bool
+	err          error // a sticky decoding error
 }
 
 const (
@@ -56,7 +61,11 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	return b.readLocked(p)
+	n, err := b.readLocked(p)
+	if err == io.EOF {
+		b.readerSawEOF = true
+	}
+	return n, err
 }
 
 // readLocked reads with h.mu held, waiting for input when none is there.

@@ -589,7 +589,7 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 		w.closeAfterReply = true
 	}
 
-	if b, ok := w.req.Body.(*body); ok && b.continueReader && !b.sawEOF {
+	if b, ok := w.req.Body.(*body); ok && b.continueReader && !b.readerSawEOF {
 		w.closeAfterReply = true
 	}
 
