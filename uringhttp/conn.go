@@ -33,6 +33,7 @@ type hconn struct {
 	busy   bool          // a goroutine serves a request
 	dead   bool          // answered an error or closing: input is ignored
 	closed bool          // OnClose ran
+	killed bool          // Server.Close closed it: writes fail at once
 	paused bool          // reading paused for backpressure
 	post   bool          // the last request was a POST (leading CRLF tolerance)
 	wexp   atomic.Bool   // WriteTimeout passed: writes fail
@@ -687,7 +688,7 @@ func (h *hconn) send(p []byte) error {
 			return err
 		}
 		h.mu.Lock()
-		if h.closed {
+		if h.closed || h.killed {
 			h.mu.Unlock()
 			h.werr = net.ErrClosed
 			return h.werr

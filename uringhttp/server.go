@@ -239,12 +239,25 @@ func (s *Server) Close() error {
 		if rctx != nil {
 			rctx.cancel(context.Canceled)
 		}
+		// As net/http closes the socket under its handlers: the output
+		// still queued is dropped when the client does not take it
+		// (without this a Close waits the runtime's CloseTimeout for it),
+		// and a handler blocked in Write for room gets net.ErrClosed now.
+		h.c.SetWriteTimeout(closeDropAfter)
 		h.c.Close()
+		h.mu.Lock()
+		h.killed = true
+		h.signal()
+		h.mu.Unlock()
 	}
 	s.stopSweep()
 	s.workers.shutdown()
 	return err
 }
+
+// closeDropAfter is how long Server.Close lets a connection's queued
+// output wait for a client that takes none of it before it is dropped.
+const closeDropAfter = 20 * time.Millisecond
 
 func (s *Server) closeListeners() error {
 	s.mu.Lock()
