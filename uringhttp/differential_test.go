@@ -992,9 +992,39 @@ func TestDifferentialVsNetHTTP(t *testing.T) {
 			if os.Getenv("URINGHTTP_DIFF_DUMP") != "" {
 				t.Logf("net/http %s:\n%s", r.std.end, clip(normalize(r.std.out)))
 			}
-			checkSame(t, r.std, r.ur)
+			checkCase(t, c.name, r.std, r.ur)
 		})
 	}
+}
+
+// documentedDiffs are the cases where uringhttp differs from net/http as
+// the package doc's "What differs from net/http" says: each gives the
+// difference (as the doc names it) and what uringhttp then answers, from
+// net/http's answer; the case checks that instead of net/http's bytes.
+var documentedDiffs = map[string]struct {
+	doc  string
+	want func(std rawResult) rawResult
+}{
+	"maxbytes-handler-over": {
+		doc: "http.MaxBytesReader's limit hit through a reader kept elsewhere (http.MaxBytesHandler limits a copy of the request) is not seen: " +
+			"no Connection: close, the rest of the body is dropped and the pipelined request served",
+		want: func(std rawResult) rawResult {
+			out := bytes.Replace(normalize(std.out), []byte("Connection: close\r\n"), nil, 1)
+			out = append(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: <date>\r\nContent-Length: 13\r\n\r\nHello, World!"...)
+			return rawResult{out: out, end: "open"}
+		},
+	},
+}
+
+// checkCase is checkSame, or for a case of documentedDiffs the check of
+// uringhttp's documented answer.
+func checkCase(t *testing.T, name string, std, ur rawResult) {
+	t.Helper()
+	if d, ok := documentedDiffs[name]; ok {
+		t.Logf("documented difference from net/http: %s", d.doc)
+		std = d.want(std)
+	}
+	checkSame(t, std, ur)
 }
 
 // checkSame reports how uringhttp's answer differs from net/http's.
@@ -1413,7 +1443,7 @@ func TestDifferentialSplitWrites(t *testing.T) {
 			if results[i].err != nil {
 				t.Fatal(results[i].err)
 			}
-			checkSame(t, results[i].std, results[i].ur)
+			checkCase(t, c.name, results[i].std, results[i].ur)
 		})
 	}
 }

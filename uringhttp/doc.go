@@ -57,9 +57,18 @@
 //     1.5 x d.
 //   - http.MaxBytesReader's limit closes the connection after the response
 //     (as net/http does) when the handler assigned the reader to
-//     Request.Body; a limit hit through a reader kept elsewhere (as
-//     http.MaxBytesHandler does on a copy of the request) is not seen, and
-//     the connection is kept when the rest of the body can be read.
+//     Request.Body; a limit hit through a reader kept elsewhere is not
+//     seen (net/http learns of it through an unexported method of its own
+//     ResponseWriter). So behind http.MaxBytesHandler, which limits a copy
+//     of the request, a body over the limit gets an answer without
+//     "Connection: close": the rest of the body (up to 256 KiB) is read and
+//     dropped and the connection kept, serving the client's next request,
+//     where net/http closes the connection after the answer.
+//   - The value of http.ServerContextKey in a request's context is an
+//     *http.Server carrying the Server's settings as they were when Serve
+//     started (Addr, Handler, the timeouts, MaxHeaderBytes, ErrorLog and
+//     the hooks); it does not serve: its Shutdown or Close do nothing to
+//     this server.
 //   - The ConnState and ConnContext hooks get a net.Conn view of the
 //     connection (the one Hijack returns); StateNew and StateClosed are
 //     reported from the event loop.
