@@ -949,22 +949,18 @@ func exchangeBoth(s *diffServers, c diffCase) (std, ur rawResult, err error) {
 	return std, ur, errors.Join(e1, e2)
 }
 
-// TestDifferentialVsNetHTTP is the differential suite. Every case runs
-// first (a few at a time), then each is a subtest that compares.
-func TestDifferentialVsNetHTTP(t *testing.T) {
-	h := diffHandler()
-	def := startDiffServers(t, h, 0)
-	defer def.stop()
-	small := startDiffServers(t, h, 1024)
-	defer small.stop()
+// diffOutcome is one case's exchange with both servers.
+type diffOutcome struct {
+	std, ur rawResult
+	err     error
+}
 
-	cases := diffCases()
-	type outcome struct {
-		std, ur rawResult
-		err     error
-	}
-	results := make([]outcome, len(cases))
-	sem := make(chan struct{}, 6)
+// exchangeAll runs every case against both servers, par at a time (a
+// case marked small goes to small, the others to def), and returns the
+// outcomes in the cases' order.
+func exchangeAll(def, small *diffServers, cases []diffCase, par int) []diffOutcome {
+	results := make([]diffOutcome, len(cases))
+	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for i, c := range cases {
 		wg.Add(1)
@@ -980,6 +976,20 @@ func TestDifferentialVsNetHTTP(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	return results
+}
+
+// TestDifferentialVsNetHTTP is the differential suite. Every case runs
+// first (a few at a time), then each is a subtest that compares.
+func TestDifferentialVsNetHTTP(t *testing.T) {
+	h := diffHandler()
+	def := startDiffServers(t, h, 0)
+	defer def.stop()
+	small := startDiffServers(t, h, 1024)
+	defer small.stop()
+
+	cases := diffCases()
+	results := exchangeAll(def, small, cases, 6)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := results[i]
@@ -1417,27 +1427,7 @@ func TestDifferentialSplitWrites(t *testing.T) {
 		}
 		cases = append(cases, diffCase{name: c.name, steps: steps, small: c.small})
 	}
-	type outcome struct {
-		std, ur rawResult
-		err     error
-	}
-	results := make([]outcome, len(cases))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, c := range cases {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s := def
-			if c.small {
-				s = small
-			}
-			results[i].std, results[i].ur, results[i].err = exchangeBoth(s, c)
-		}()
-	}
-	wg.Wait()
+	results := exchangeAll(def, small, cases, 8)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if results[i].err != nil {
