@@ -89,11 +89,7 @@ func TestPipelinedInOrder(t *testing.T) {
 		}
 		io.WriteString(w, r.URL.Path)
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	var sb strings.Builder
 	const n = 30
 	for i := 0; i < n; i++ {
@@ -102,10 +98,7 @@ func TestPipelinedInOrder(t *testing.T) {
 	io.WriteString(c, sb.String())
 	br := bufio.NewReader(c)
 	for i := 0; i < n; i++ {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := readRespT(t, br)
 		b, _ := io.ReadAll(resp.Body)
 		if want := fmt.Sprintf("/%d", i); string(b) != want {
 			t.Fatalf("response %d: %q, want %q", i, b, want)
@@ -124,11 +117,7 @@ func TestBlockingHandlerDoesNotStall(t *testing.T) {
 	})})
 	defer close(release)
 	for i := 0; i < 4; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dialT(t, addr)
 		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
 	c := &http.Client{Timeout: 5 * time.Second}
@@ -139,6 +128,28 @@ func TestBlockingHandlerDoesNotStall(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+}
+
+// dialT connects to addr, failing t if it cannot; the connection is
+// closed when t ends.
+func dialT(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readRespT reads one response from br, failing t if it cannot.
+func readRespT(t testing.TB, br *bufio.Reader) *http.Response {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // heapPeak samples the Go heap in use until stop is closed.
@@ -235,11 +246,7 @@ func TestResponseBackpressure(t *testing.T) {
 			wrote.Add(int64(len(chunk)))
 		}
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	time.Sleep(300 * time.Millisecond)
 	// Not read at all: the handler must be stopped by the queue's cap
@@ -259,11 +266,7 @@ func TestResponseBackpressure(t *testing.T) {
 
 func TestReadHeaderTimeoutSlowloris(t *testing.T) {
 	addr := serve(t, &Server{ReadHeaderTimeout: 200 * time.Millisecond, Handler: http.NotFoundHandler()})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	start := time.Now()
 	io.WriteString(c, "GET / HTTP/1.1\r\n")
 	closed := make(chan struct{})
@@ -287,17 +290,10 @@ func TestReadHeaderTimeoutSlowloris(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	addr := serve(t, &Server{IdleTimeout: 200 * time.Millisecond, Handler: http.NotFoundHandler()})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := readRespT(t, br)
 	io.Copy(io.Discard, resp.Body)
 	start := time.Now()
 	if _, err := br.ReadByte(); err == nil {
@@ -320,10 +316,7 @@ func TestContextCancelledWhenClientGoes(t *testing.T) {
 			cancelled <- nil
 		}
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialT(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-started
 	c.Close()
@@ -403,11 +396,7 @@ func TestHijackEcho(t *testing.T) {
 			io.WriteString(c, strings.ToUpper(line))
 		}
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nfirst\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -433,11 +422,7 @@ func TestExpectContinue(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		w.Write(b)
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
 	br := bufio.NewReader(c)
 	line, err := br.ReadString('\n')
@@ -446,10 +431,7 @@ func TestExpectContinue(t *testing.T) {
 	}
 	br.ReadString('\n')
 	io.WriteString(c, "hello")
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := readRespT(t, br)
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != "hello" {
 		t.Fatalf("%q", b)
@@ -474,17 +456,11 @@ func TestConnState(t *testing.T) {
 			close(closed)
 		}
 	}})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialT(t, addr)
 	br := bufio.NewReader(c)
 	for i := 0; i < 2; i++ {
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := readRespT(t, br)
 		io.Copy(io.Discard, resp.Body)
 	}
 	c.Close()
@@ -503,11 +479,7 @@ func TestReadTimeoutBody(t *testing.T) {
 		_, err := io.ReadAll(r.Body)
 		errc <- err
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
 	select {
 	case err := <-errc:
@@ -527,11 +499,7 @@ func TestWriteTimeout(t *testing.T) {
 		w.Write([]byte("late"))
 		errc <- http.NewResponseController(w).Flush()
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	if err := <-errc; err == nil {
 		t.Fatal("write after WriteTimeout succeeded")
@@ -549,25 +517,15 @@ func TestPostCRLFThenSplitHead(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, r.Method)
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	br := bufio.NewReader(c)
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := readRespT(t, br)
 	io.Copy(io.Discard, resp.Body)
 	io.WriteString(c, "\r\nGET / HT")
 	time.Sleep(50 * time.Millisecond)
 	io.WriteString(c, "TP/1.1\r\nHost: x\r\n\r\n")
-	resp, err = http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = readRespT(t, br)
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != "GET" {
 		t.Fatalf("%d %q, want 200 GET", resp.StatusCode, b)
@@ -586,26 +544,16 @@ func TestResponseControllerDeadlineEndsWithRequest(t *testing.T) {
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s %v", b, err)
 	})})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialT(t, addr)
 	br := bufio.NewReader(c)
 	io.WriteString(c, "GET /set HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := readRespT(t, br)
 	io.Copy(io.Discard, resp.Body)
 	time.Sleep(100 * time.Millisecond)
 	io.WriteString(c, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n")
 	time.Sleep(20 * time.Millisecond)
 	io.WriteString(c, "abc")
-	resp, err = http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp = readRespT(t, br)
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != "abc <nil>" {
 		t.Fatalf("second request's body read: %q", b)
