@@ -9,6 +9,7 @@ require (
 	github.com/uringrt/uringrt v0.0.0-00010101000000-000000000000
 	github.com/valyala/fasthttp v1.79.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -34,6 +35,8 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
 

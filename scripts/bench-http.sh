@@ -19,7 +19,10 @@
 #   http-close  net/http, wrk -t1 -c$CLOSE_CONNS -H 'Connection: close' (a new connection per request)
 #   h2          net/http HTTP/2 over crypto/tls, h2load -t1 -c32 -m10
 #   resp        tidwall/redcon, redis-benchmark -c50 -t set,get (no pipelining)
-# Needs wrk, h2load (Debian nghttp2-client) and redis-benchmark (redis-tools).
+#   grpc        grpc-go's health service (a unary Check over h2c), bench/cmd/grpc-load
+#               -conns $GRPC_CONNS -c $GRPC_CALLERS (4 connections, 64 concurrent calls)
+# Needs wrk, h2load (Debian nghttp2-client) and redis-benchmark (redis-tools);
+# grpc uses its own load program (bench/cmd/grpc-load), built with the servers.
 #
 # RATE=N (requests/s in total) runs http-ka and h2 at a fixed offered load
 # with h2load --rps (http-ka over HTTP/1.1: h2load --h1), so every server
@@ -32,10 +35,10 @@
 # Server CPU per request comes from /proc/PID/stat (utime+stime) read just
 # before and after the client's run. Every server is stopped by its own PID.
 # Environment: WORKLOADS ROUNDS DUR CONNS CLOSE_CONNS (http-close's, default
-# CONNS) PORT OUT (results directory, default /tmp/bench-http-<timestamp>).
+# CONNS) GRPC_CONNS GRPC_CALLERS PORT OUT (results directory, default /tmp/bench-http-<timestamp>).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp}
+WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp grpc}
 # BACKENDS: std (Go's net), std2 (the same, a second process: an A/A control), uring (uringrt,
 # the default wait in Go's netpoller), uring-locked (uringrt with Config.LockedLoops),
 # uring-netpoll (net.Conn readers waiting in Go's netpoller)
@@ -44,6 +47,8 @@ ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 CONNS=${CONNS:-200}
 CLOSE_CONNS=${CLOSE_CONNS:-$CONNS}
+GRPC_CONNS=${GRPC_CONNS:-4}
+GRPC_CALLERS=${GRPC_CALLERS:-64}
 PORT=${PORT:-17620}
 RATE=${RATE:-}
 PIN=${PIN:-1}
@@ -57,7 +62,8 @@ for tool in wrk h2load redis-benchmark; do
 	command -v $tool >/dev/null || { echo "bench-http.sh: $tool not installed (apt-get install wrk nghttp2-client redis-tools)" >&2; exit 2; }
 done
 echo "# building into $OUT/bin" >&2
-(cd "$ROOT/bench" && go build -o "$OUT/bin/http-server" ./cmd/http-server && go build -o "$OUT/bin/resp-server" ./cmd/resp-server)
+(cd "$ROOT/bench" && go build -o "$OUT/bin/http-server" ./cmd/http-server && go build -o "$OUT/bin/resp-server" ./cmd/resp-server &&
+	go build -o "$OUT/bin/grpc-server" ./cmd/grpc-server && go build -o "$OUT/bin/grpc-load" ./cmd/grpc-load)
 
 . "$ROOT/scripts/lib.sh"
 CLK=$(getconf CLK_TCK)
@@ -93,6 +99,11 @@ run_client() {
 		echo "$out" >>"$OUT/clients.log"
 		# two tests of n requests each; rps: the mean of SET's and GET's
 		echo "$out" | awk -F'"' -v n="$n" '/^"(SET|GET)"/{s+=$4; k++} END{print 2*n, s/k}' ;;
+	grpc)
+		# the load program of this run's build, whatever binaries the server comes from
+		out=$("${CLI[@]}" "$OUT/bin/grpc-load" -addr 127.0.0.1:$PORT -conns "$GRPC_CONNS" -c "$GRPC_CALLERS" -d "${DUR}s")
+		echo "$out" >>"$OUT/clients.log"
+		echo "$out" | awk '{print $2, $4}' ;;
 	esac
 }
 
@@ -106,6 +117,7 @@ for w in $WORKLOADS; do
 			[[ $bk == std2 ]] && bk=std
 			case $w in
 			resp) cmd=("$bin/resp-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
+			grpc) cmd=("$bin/grpc-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
 			h2) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk -tls) ;;
 			*) cmd=("$bin/http-server" -addr 127.0.0.1:$PORT -backend $bk) ;;
 			esac
