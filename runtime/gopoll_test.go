@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -96,5 +97,57 @@ func TestNetpollReadiness(t *testing.T) {
 	ln.(*listener).SetDeadline(time.Now().Add(30 * time.Millisecond))
 	if _, err := ln.Accept(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Accept past its deadline: %v", err)
+	}
+}
+
+// TestReadinessDefault: net.Conn readers and Accept wait in Go's netpoller
+// by default from GOMAXPROCS 2 and on their loop's POLLIN with GOMAXPROCS
+// 1; experiment.Switches.NetpollReadiness chooses the netpoller whatever
+// GOMAXPROCS is, and LoopReadiness the loop, winning over NetpollReadiness.
+func TestReadinessDefault(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		name    string
+		procs   int
+		sw      experiment.Switches
+		netpoll bool
+	}{
+		{"default-2", 2, experiment.Switches{}, true},
+		{"default-1", 1, experiment.Switches{}, false},
+		{"netpoll-1", 1, experiment.Switches{NetpollReadiness: true}, true},
+		{"loop-2", 2, experiment.Switches{LoopReadiness: true}, false},
+		{"both-2", 2, experiment.Switches{NetpollReadiness: true, LoopReadiness: true}, false},
+		{"ring-2", 2, experiment.Switches{Pollable: experiment.PollRing}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GOMAXPROCS(tc.procs)
+			rt := newRT(t, Config{Switches: tc.sw})
+			c, s := pair(t, rt, "tcp")
+			if got := s.(*Conn).fd.gp != 0; got != tc.netpoll {
+				t.Errorf("accepted connection in Go's netpoller: %v, want %v", got, tc.netpoll)
+			}
+			if got := c.(*Conn).fd.gp != 0; got != tc.netpoll {
+				t.Errorf("dialed connection in Go's netpoller: %v, want %v", got, tc.netpoll)
+			}
+			ln, err := rt.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if got := ln.(*listener).fd.gp != 0; got != tc.netpoll {
+				t.Errorf("listener in Go's netpoller: %v, want %v", got, tc.netpoll)
+			}
+			// A reader that waits (for bytes written after it parked)
+			// wakes on either path.
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				c.Write([]byte("ping"))
+			}()
+			s.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b := make([]byte, 8)
+			if n, err := s.Read(b); err != nil || string(b[:n]) != "ping" {
+				t.Fatalf("read: %q, %v", b[:n], err)
+			}
+		})
 	}
 }

@@ -561,7 +561,7 @@ var optTiers = []struct {
 	name string
 	cfg  Config
 }{
-	{"hybrid", Config{Loops: 2}},
+	{"hybrid", Config{Loops: 2, Switches: experiment.Switches{LoopReadiness: true}}},
 	{"ring", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"blocking", Config{Loops: 1, Workers: 4, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},
 	{"std", Config{Backend: BackendStd}},
@@ -584,7 +584,7 @@ var tiers = []struct {
 	name string
 	cfg  Config
 }{
-	{"hybrid", Config{Loops: 2}},
+	{"hybrid", Config{Loops: 2, Switches: experiment.Switches{LoopReadiness: true}}},
 	{"ring", Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}}},
 	{"async", Config{Loops: 1, Switches: experiment.Switches{Pollable: experiment.PollAsync}}},
 	{"blocking", Config{Loops: 1, Workers: 8, Switches: experiment.Switches{Pollable: experiment.PollBlocking}}},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
+	"github.com/uringrt/uringrt/runtime/experiment"
 	"github.com/uringrt/uringrt/sched"
 )
 
@@ -112,7 +113,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 		} else {
 			rt.backend = BackendUring
 			rt.connLoops = connLoopsFor(len(rt.loops), defaultLoops, runtime.GOMAXPROCS(0))
-			rt.goPoll = cfg.NetpollReadiness && rt.pol.pollsForLife()
+			rt.goPoll = netpollReadinessFor(cfg.Switches, runtime.GOMAXPROCS(0)) && rt.pol.pollsForLife()
 		}
 	}
 	if rt.backend == BackendStd {
@@ -189,6 +190,25 @@ func connLoopsFor(loops int, defaulted bool, procs int) int {
 		return 1
 	}
 	return loops
+}
+
+// netpollReadinessFor reports whether net.Conn readers and Accept wait in
+// Go's netpoller (gopoll.go) rather than on their loop's POLLIN: by
+// default when GOMAXPROCS is 2 or more. With two Ps the loop goroutine
+// woken between the socket's readiness and its reader costs a goroutine
+// switch per batch, a batch of one or two readers at partial load, which
+// Go's netpoller, readying the reader itself, does not pay: unpinned
+// net/http, redcon and closed connections cost 0.89-0.94x the server CPU
+// per request of the loop's POLLIN (BENCHMARKS.md, "NetpollReadiness as
+// the default").
+func netpollReadinessFor(sw experiment.Switches, procs int) bool {
+	switch {
+	case sw.LoopReadiness:
+		return false
+	case sw.NetpollReadiness:
+		return true
+	}
+	return procs >= 2
 }
 
 func (rt *Runtime) track(n *netFD) {

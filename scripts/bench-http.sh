@@ -41,7 +41,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORKLOADS=${WORKLOADS:-http-ka http-close h2 resp grpc}
 # BACKENDS: std (Go's net), std2 (the same, a second process: an A/A control), uring (uringrt,
 # the default wait in Go's netpoller), uring-locked (uringrt with Config.LockedLoops),
-# uring-netpoll (net.Conn readers waiting in Go's netpoller)
+# uring-netpoll (net.Conn readers waiting in Go's netpoller, the default from GOMAXPROCS 2),
+# uring-loop (net.Conn readers waiting on the loop's POLLIN, the default with GOMAXPROCS 1)
 BACKENDS=${BACKENDS:-std uring}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}

@@ -172,6 +172,7 @@ func flagRanges() map[string]flagRange {
 		"no-bundles":           boolRange,
 		"no-lend":              boolRange,
 		"netpoll-readiness":    boolRange,
+		"loop-readiness":       boolRange,
 		"loops":                intRange(0, maxLoops, "0 = GOMAXPROCS"),
 		"workers":              intRange(0, maxWorkers, "0 = default"),
 		"iowq-max-workers":     intRange(0, maxIOWQWorkers, "0 = kernel default"),

@@ -31,6 +31,7 @@ func TestFlagRanges(t *testing.T) {
 		"no-bundles":           {[]string{"true", "false"}, nil},
 		"no-lend":              {[]string{"true", "false"}, nil},
 		"netpoll-readiness":    {[]string{"true", "false"}, nil},
+		"loop-readiness":       {[]string{"true", "false"}, nil},
 		"loops":                {[]string{"0", "256"}, []string{"-1", "257", "100000"}},
 		"workers":              {[]string{"0", "4096"}, []string{"-1", "4097", "1000000"}},
 		"iowq-max-workers":     {[]string{"0", "65536"}, []string{"65537"}},

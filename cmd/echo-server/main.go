@@ -45,7 +45,7 @@ type options struct {
 	iowqMax                                          uint
 	waitLatency, idlePoll                            time.Duration
 	showVersion, dedicated, incBufs, lockedLoops     bool
-	noBundles, noLend, netpollReady                  bool
+	noBundles, noLend, netpollReady, loopReady       bool
 
 	metricsMaxConns                                 int
 	metricsIdleTimeout, shutdownTimeout, drainDelay time.Duration
@@ -77,7 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (options, int) {
 	fs.BoolVar(&o.lockedLoops, "locked-loops", false, "each loop a locked OS thread sleeping in io_uring_enter on a DEFER_TASKRUN ring, instead of a goroutine sleeping in Go's netpoller (Config.LockedLoops)")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "a SO_REUSEPORT listening socket per loop, each accepting its own connections (Config.ReusePort)")
 	fs.BoolVar(&o.noBundles, "no-bundles", false, "one provided buffer per callback recv CQE instead of recv bundles (IORING_RECVSEND_BUNDLE, Linux 6.10+; Config.DisableRecvBundles)")
-	fs.BoolVar(&o.netpollReady, "netpoll-readiness", false, "net.Conn readers wait in Go's netpoller instead of on their loop's POLLIN (experiment NetpollReadiness)")
+	fs.BoolVar(&o.netpollReady, "netpoll-readiness", false, "net.Conn readers and Accept wait in Go's netpoller even with GOMAXPROCS 1 (experiment NetpollReadiness; the default from GOMAXPROCS 2)")
+	fs.BoolVar(&o.loopReady, "loop-readiness", false, "net.Conn readers and Accept wait on their loop's POLLIN, as by default with GOMAXPROCS 1 (experiment LoopReadiness; wins over -netpoll-readiness)")
 	fs.BoolVar(&o.noLend, "no-lend", false, "callback echo copies each message into the output queue instead of sending the provided buffers it arrived in (Config.DisableBufferLending)")
 	fs.BoolVar(&o.incBufs, "inc-buffers", false, "incrementally consumed provided buffers, 128 x 32 KiB, where the kernel has them (Linux 6.12+; Config.IncrementalBuffers)")
 	fs.IntVar(&o.loops, "loops", 0, "event loops (0 = GOMAXPROCS)")
@@ -164,7 +165,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		WaitLatency: o.waitLatency, IdlePoll: o.idlePoll, DedicatedLoops: o.dedicated, LockedLoops: o.lockedLoops, ReusePort: o.reusePort,
 		UDPRecvMultishot:   o.udpMultishot,
 		IncrementalBuffers: o.incBufs,
-		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend, NetpollReadiness: o.netpollReady},
+		Switches:           experiment.Switches{Pollable: pollable, IOWQMaxWorkers: uint32(o.iowqMax), DisableRecvBundles: o.noBundles, DisableBufferLending: o.noLend, NetpollReadiness: o.netpollReady, LoopReadiness: o.loopReady},
 	}
 	o.limits.apply(&cfg)
 	if !o.lockedLoops {

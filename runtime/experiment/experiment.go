@@ -41,13 +41,21 @@ type Switches struct {
 	// DisableBufferLending makes the callback API's WriteNoCopy copy, as
 	// Write does, instead of sending the provided buffers data arrived in.
 	DisableBufferLending bool
-	// NetpollReadiness makes net.Conn readers (PollHybrid) wait in Go's
-	// own netpoller (epoll), as Go's net does, instead of on a multishot
-	// POLLIN of their loop: the thread that finds the socket readable
-	// runs the reader, with no loop goroutine woken between. Writers that
-	// find the socket full still wait on the loop's POLLOUT. The
-	// comparison for the loop's hand-off with GOMAXPROCS above 1.
+	// NetpollReadiness makes net.Conn readers (PollHybrid) and Accept
+	// wait in Go's own netpoller (epoll), as Go's net does, instead of on
+	// a multishot POLLIN of their loop, whatever GOMAXPROCS is: the thread
+	// that finds the socket readable runs the reader, with no loop
+	// goroutine woken between, and a socket no writer ever found full is
+	// closed by Close itself. Writers that find the socket full still wait
+	// on the loop's POLLOUT. It is the default when GOMAXPROCS is 2 or
+	// more; this switch also chooses it with GOMAXPROCS 1.
 	NetpollReadiness bool
+	// LoopReadiness makes net.Conn readers and Accept wait on their loop's
+	// multishot POLLIN (IORING_OP_POLL_ADD, Linux 5.13+), woken by the loop
+	// goroutine's completion batch, and the loop close(2) every socket:
+	// the default with GOMAXPROCS 1, where the loop and the readers share
+	// one P. It wins over NetpollReadiness.
+	LoopReadiness bool
 }
 
 // Pollable is the policy for pollable requests (socket reads, writes and

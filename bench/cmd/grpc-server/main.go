@@ -20,7 +20,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:17612", "listen `address`")
-	backend := flag.String("backend", "uring", "listener: uring (uringrt, -loops loops), uring-locked (the same with Config.LockedLoops), uring-netpoll (readers waiting in Go's netpoller) or std (Go's net)")
+	backend := flag.String("backend", "uring", "listener: uring (uringrt, -loops loops), uring-locked (the same with Config.LockedLoops), uring-netpoll (readers waiting in Go's netpoller), uring-loop (readers waiting on the loop's POLLIN) or std (Go's net)")
 	loops := flag.Int("loops", 1, "uringrt event loops (0 = GOMAXPROCS)")
 	flag.Parse()
 	ln, closeLn, err := benchsrv.Listen(*backend, *addr, *loops)

@@ -18,8 +18,9 @@ import (
 // Listen returns a TCP listener on addr: uringrt's (backend "uring", with
 // loops event loops; 0 = GOMAXPROCS; "uring-locked": the same with
 // Config.LockedLoops; "uring-netpoll": with net.Conn readers waiting in Go's
-// netpoller, experiment.Switches.NetpollReadiness) or Go's net (backend
-// "std"). close
+// netpoller whatever GOMAXPROCS is, experiment.Switches.NetpollReadiness;
+// "uring-loop": with them waiting on their loop's POLLIN,
+// experiment.Switches.LoopReadiness) or Go's net (backend "std"). close
 // releases the listener and the runtime.
 func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err error) {
 	switch backend {
@@ -29,9 +30,9 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 			return nil, nil, err
 		}
 		return ln, func() { ln.Close() }, nil
-	case "uring", "uring-locked", "uring-netpoll":
+	case "uring", "uring-locked", "uring-netpoll", "uring-loop":
 		rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: loops, LockedLoops: backend == "uring-locked",
-			Switches: experiment.Switches{NetpollReadiness: backend == "uring-netpoll"}})
+			Switches: experiment.Switches{NetpollReadiness: backend == "uring-netpoll", LoopReadiness: backend == "uring-loop"}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -42,7 +43,7 @@ func Listen(backend, addr string, loops int) (ln net.Listener, close func(), err
 		}
 		return ln, func() { ln.Close(); rt.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("-backend must be uring, uring-locked, uring-netpoll or std, not %q", backend)
+	return nil, nil, fmt.Errorf("-backend must be uring, uring-locked, uring-netpoll, uring-loop or std, not %q", backend)
 }
 
 // SignalContext is cancelled by SIGINT or SIGTERM.
