@@ -198,9 +198,11 @@ func connLoopsFor(loops int, defaulted bool, procs int) int {
 // woken between the socket's readiness and its reader costs a goroutine
 // switch per batch, a batch of one or two readers at partial load, which
 // Go's netpoller, readying the reader itself, does not pay: unpinned
-// net/http, redcon and closed connections cost 0.89-0.94x the server CPU
-// per request of the loop's POLLIN (BENCHMARKS.md, "NetpollReadiness as
-// the default").
+// net/http (keep-alive, at a fixed rate and with Connection: close) and
+// redcon cost 0.71-0.93x the server CPU per request of the loop's POLLIN
+// (BENCHMARKS.md, "NetpollReadiness as the default"). With one P the loop
+// serves many keep-alive readers in one batch, which the netpoller does
+// not match (1.13-1.18x pinned), so it stays there.
 func netpollReadinessFor(sw experiment.Switches, procs int) bool {
 	switch {
 	case sw.LoopReadiness:
