@@ -284,7 +284,11 @@ func TestBurstBufferRingExhaustedAndCQOverflow(t *testing.T) {
 func TestBurstConnAPISQFull(t *testing.T) {
 	for _, pol := range []experiment.Pollable{experiment.PollHybrid, experiment.PollRing} {
 		t.Run(pol.String(), func(t *testing.T) {
-			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Metrics: true, Switches: experiment.Switches{Pollable: pol}})
+			// LoopReadiness: readers wait on the loop's POLLIN and
+			// Close cancels it through the ring, which this test fills
+			// (in Go's netpoller, the default with GOMAXPROCS 2 or
+			// more, they would not touch the ring).
+			rt := newRT(t, Config{Loops: 1, RingEntries: 8, Metrics: true, Switches: experiment.Switches{Pollable: pol, LoopReadiness: true}})
 			ln := relServeConnEcho(t, rt)
 			relBurstEcho(t, ln.Addr().String(), 200, 16<<10)
 			// Whether the burst itself fills the SQ depends on how far
