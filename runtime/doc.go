@@ -164,8 +164,9 @@
 // readiness that comes while nobody waits is remembered, as in Go's
 // netpoll); after a short read the next Read waits for that CQE instead of
 // a recv that would say EAGAIN. Writes arm a one-shot POLLOUT on EAGAIN. No
-// goroutine or kernel worker blocks on a socket. With GOMAXPROCS 2 or more a
-// net.Conn's reads and a listener's Accept park in Go's own netpoller
+// goroutine or kernel worker blocks on a socket. With GOMAXPROCS 2 or more
+// (and loops that are not Config.LockedLoops) a net.Conn's reads and a
+// listener's Accept park in Go's own netpoller
 // instead (the socket registered once, as Go's net registers it), so the
 // thread that finds the socket readable runs the reader with no loop
 // goroutine between; writes still arm their POLLOUT on the loop. The

@@ -102,26 +102,30 @@ func TestNetpollReadiness(t *testing.T) {
 
 // TestReadinessDefault: net.Conn readers and Accept wait in Go's netpoller
 // by default from GOMAXPROCS 2 and on their loop's POLLIN with GOMAXPROCS
-// 1; experiment.Switches.NetpollReadiness chooses the netpoller whatever
-// GOMAXPROCS is, and LoopReadiness the loop, winning over NetpollReadiness.
+// 1 or LockedLoops; experiment.Switches.NetpollReadiness chooses the
+// netpoller whatever GOMAXPROCS is, and LoopReadiness the loop, winning
+// over NetpollReadiness.
 func TestReadinessDefault(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct {
 		name    string
 		procs   int
 		sw      experiment.Switches
+		locked  bool
 		netpoll bool
 	}{
-		{"default-2", 2, experiment.Switches{}, true},
-		{"default-1", 1, experiment.Switches{}, false},
-		{"netpoll-1", 1, experiment.Switches{NetpollReadiness: true}, true},
-		{"loop-2", 2, experiment.Switches{LoopReadiness: true}, false},
-		{"both-2", 2, experiment.Switches{NetpollReadiness: true, LoopReadiness: true}, false},
-		{"ring-2", 2, experiment.Switches{Pollable: experiment.PollRing}, false},
+		{"default-2", 2, experiment.Switches{}, false, true},
+		{"default-1", 1, experiment.Switches{}, false, false},
+		{"netpoll-1", 1, experiment.Switches{NetpollReadiness: true}, false, true},
+		{"loop-2", 2, experiment.Switches{LoopReadiness: true}, false, false},
+		{"both-2", 2, experiment.Switches{NetpollReadiness: true, LoopReadiness: true}, false, false},
+		{"ring-2", 2, experiment.Switches{Pollable: experiment.PollRing}, false, false},
+		{"locked-2", 2, experiment.Switches{}, true, false},
+		{"locked-netpoll-2", 2, experiment.Switches{NetpollReadiness: true}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.GOMAXPROCS(tc.procs)
-			rt := newRT(t, Config{Switches: tc.sw})
+			rt := newRT(t, Config{LockedLoops: tc.locked, Switches: tc.sw})
 			c, s := pair(t, rt, "tcp")
 			if got := s.(*Conn).fd.gp != 0; got != tc.netpoll {
 				t.Errorf("accepted connection in Go's netpoller: %v, want %v", got, tc.netpoll)

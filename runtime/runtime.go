@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
-	"github.com/uringrt/uringrt/runtime/experiment"
 	"github.com/uringrt/uringrt/sched"
 )
 
@@ -113,7 +112,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 		} else {
 			rt.backend = BackendUring
 			rt.connLoops = connLoopsFor(len(rt.loops), defaultLoops, runtime.GOMAXPROCS(0))
-			rt.goPoll = netpollReadinessFor(cfg.Switches, runtime.GOMAXPROCS(0)) && rt.pol.pollsForLife()
+			rt.goPoll = netpollReadinessFor(cfg, runtime.GOMAXPROCS(0)) && rt.pol.pollsForLife()
 		}
 	}
 	if rt.backend == BackendStd {
@@ -202,15 +201,17 @@ func connLoopsFor(loops int, defaulted bool, procs int) int {
 // redcon cost 0.71-0.93x the server CPU per request of the loop's POLLIN
 // (BENCHMARKS.md, "NetpollReadiness as the default"). With one P the loop
 // serves many keep-alive readers in one batch, which the netpoller does
-// not match (1.13-1.18x pinned), so it stays there.
-func netpollReadinessFor(sw experiment.Switches, procs int) bool {
+// not match (1.13-1.18x pinned), so it stays there. LockedLoops, chosen
+// for the ring's batching at a server's peak, keeps it there too: nothing
+// was measured for readers in the netpoller beside locked loops.
+func netpollReadinessFor(cfg Config, procs int) bool {
 	switch {
-	case sw.LoopReadiness:
+	case cfg.LoopReadiness:
 		return false
-	case sw.NetpollReadiness:
+	case cfg.NetpollReadiness:
 		return true
 	}
-	return procs >= 2
+	return procs >= 2 && !cfg.LockedLoops
 }
 
 func (rt *Runtime) track(n *netFD) {

@@ -48,13 +48,14 @@ type Switches struct {
 	// goroutine woken between, and a socket no writer ever found full is
 	// closed by Close itself. Writers that find the socket full still wait
 	// on the loop's POLLOUT. It is the default when GOMAXPROCS is 2 or
-	// more; this switch also chooses it with GOMAXPROCS 1.
+	// more and the loops are not LockedLoops; this switch chooses it in
+	// those cases too.
 	NetpollReadiness bool
 	// LoopReadiness makes net.Conn readers and Accept wait on their loop's
 	// multishot POLLIN (IORING_OP_POLL_ADD, Linux 5.13+), woken by the loop
 	// goroutine's completion batch, and the loop close(2) every socket:
 	// the default with GOMAXPROCS 1, where the loop and the readers share
-	// one P. It wins over NetpollReadiness.
+	// one P, and with LockedLoops. It wins over NetpollReadiness.
 	LoopReadiness bool
 }
 
