@@ -38,6 +38,8 @@ type hconn struct {
 	post   bool          // the last request was a POST (leading CRLF tolerance)
 	wexp   atomic.Bool   // WriteTimeout passed: writes fail
 	rexp   atomic.Bool   // ReadTimeout passed: body reads fail
+	wown   atomic.Bool   // the handler set a write deadline: WriteTimeout no longer applies to its request
+	rown   atomic.Bool   // the handler set a read deadline: ReadTimeout no longer applies to its request
 	shut   atomic.Bool   // closing for Shutdown/Close
 	kept   int32         // bytes of a partial head the runtime keeps for the next OnData
 	phase  atomic.Int32  // for the timeout sweep
@@ -494,6 +496,10 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 			// its request.
 			h.setDeadline(time.Time{}, false)
 			h.setDeadline(time.Time{}, true)
+		}
+		if !w.hijacked {
+			h.rown.Store(false)
+			h.wown.Store(false)
 		}
 	}()
 	var b *body

@@ -9,6 +9,7 @@ package uringhttp_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -390,6 +391,8 @@ type diffOpts struct {
 	// connState, if set, is both servers' ConnState hook; uring tells
 	// which server called.
 	connState func(uring bool, c net.Conn, st http.ConnState)
+	// stdLog and urLog, if set, are the servers' ErrorLogs (else quiet).
+	stdLog, urLog *log.Logger
 }
 
 // startDiffServers starts both servers, configured alike.
@@ -404,7 +407,7 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 	if err != nil {
 		tb.Fatal(err)
 	}
-	std := &http.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: quiet,
+	std := &http.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.stdLog, quiet),
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
 	if o.connState != nil {
 		std.ConnState = func(c net.Conn, st http.ConnState) { o.connState(false, c, st) }
@@ -422,7 +425,7 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 		rt.Close()
 		tb.Fatal(err)
 	}
-	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: quiet, Runtime: rt,
+	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.urLog, quiet), Runtime: rt,
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
 	if o.connState != nil {
 		us.ConnState = func(c net.Conn, st http.ConnState) { o.connState(true, c, st) }
@@ -1021,6 +1024,14 @@ var documentedDiffs = map[string]struct {
 		want: func(std rawResult) rawResult {
 			out := bytes.Replace(normalize(std.out), []byte("Connection: close\r\n"), nil, 1)
 			out = append(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: <date>\r\nContent-Length: 13\r\n\r\nHello, World!"...)
+			return rawResult{out: out, end: "open"}
+		},
+	},
+	"maxbytes-handler-413": {
+		doc: "http.MaxBytesReader's limit hit through a reader kept elsewhere (http.MaxBytesHandler limits a copy of the request) is not seen: " +
+			"the handler's 413 goes without Connection: close and the connection stays open",
+		want: func(std rawResult) rawResult {
+			out := bytes.Replace(normalize(std.out), []byte("Connection: close\r\n"), nil, 1)
 			return rawResult{out: out, end: "open"}
 		},
 	},

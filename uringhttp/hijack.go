@@ -114,10 +114,13 @@ func (hc *hijackConn) SetWriteDeadline(t time.Time) error { return hc.h.setDeadl
 // setDeadline arms the read or write deadline of the connection: past it,
 // body and hijacked reads (or writes) fail with a timeout.
 func (h *hconn) setDeadline(t time.Time, write bool) error {
-	flag := &h.rexp
+	flag, own := &h.rexp, &h.rown
 	if write {
-		flag = &h.wexp
+		flag, own = &h.wexp, &h.wown
 	}
+	// As on net/http's connection, the handler's deadline replaces the
+	// server's ReadTimeout or WriteTimeout for this request.
+	own.Store(true)
 	hc := h.hijackConn()
 	tp := &hc.rdTimer
 	if write {

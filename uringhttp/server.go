@@ -404,13 +404,13 @@ func (s *Server) check(h *hconn, now int64) {
 		}
 	case phaseActive:
 		at := now - h.reqAt.Load()
-		if s.ReadTimeout > 0 && at > int64(s.ReadTimeout) && !h.rexp.Load() {
+		if s.ReadTimeout > 0 && at > int64(s.ReadTimeout) && !h.rexp.Load() && !h.rown.Load() {
 			h.rexp.Store(true)
 			h.mu.Lock()
 			h.wakeAll()
 			h.mu.Unlock()
 		}
-		if s.WriteTimeout > 0 && at > int64(s.WriteTimeout) && !h.wexp.Load() {
+		if s.WriteTimeout > 0 && at > int64(s.WriteTimeout) && !h.wexp.Load() && !h.wown.Load() {
 			h.wexp.Store(true)
 			h.mu.Lock()
 			h.wakeAll()
