@@ -54,7 +54,13 @@
 //   - Timeouts are applied by one sweep per server every quarter of the
 //     shortest timeout (5 ms to 1 s) on a clock the sweep keeps, so no
 //     timer is armed per request: a timeout of d fires between d and about
-//     1.5 x d.
+//     1.5 x d. Past ReadTimeout, a body read that has to wait for bytes
+//     fails; bytes that had arrived before are still read (net/http fails
+//     a read of arrived bytes too when its connection's buffer had not
+//     taken them in).
+//     A read or write deadline the handler sets through
+//     http.ResponseController replaces ReadTimeout or WriteTimeout for its
+//     request, as on net/http.
 //   - http.MaxBytesReader's limit closes the connection after the response
 //     (as net/http does) when the handler assigned the reader to
 //     Request.Body; a limit hit through a reader kept elsewhere is not
@@ -74,6 +80,9 @@
 //     reported from the event loop.
 //   - After a 431 the connection is closed once the answer is sent, without
 //     net/http's half-close and 500 ms wait.
+//   - After Hijack, the ResponseWriter's Flush (and
+//     http.ResponseController's) returns http.ErrHijacked; net/http's
+//     panics.
 //   - A handler must not use its ResponseWriter, or the map of its Header,
 //     after ServeHTTP returned (http.ResponseWriter's rule): they are reused
 //     for later requests.

@@ -110,7 +110,9 @@ func (s *Server) runtime() (*uringrt.Runtime, error) {
 }
 
 // ListenAndServe listens on s.Addr (":http" when empty) with s.Runtime and
-// serves. It returns http.ErrServerClosed after Shutdown or Close.
+// serves. It returns http.ErrServerClosed after Shutdown or Close, the
+// error of listening, or uringrt.Default's when s.Runtime is nil and no
+// runtime can start.
 func (s *Server) ListenAndServe() error {
 	if s.shuttingDown() {
 		return http.ErrServerClosed
@@ -134,7 +136,9 @@ func (s *Server) ListenAndServe() error {
 // default runtime, rt.Listen otherwise): connections are read on the
 // runtime's loops and requests handed to handlers on goroutines. It blocks
 // until the listener is closed and returns http.ErrServerClosed after
-// Shutdown or Close, or the error that ended serving.
+// Shutdown or Close, or the error that ended serving: at once for a
+// listener that is not s.Runtime's (a net.Listen listener: serve that with
+// net/http) or that is served already.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.shuttingDown() {
 		return http.ErrServerClosed
@@ -193,7 +197,8 @@ func (s *Server) track(h *hconn, add bool) {
 // requests in flight to be answered and their connections to close, as
 // http.Server's does; hijacked connections are not waited for. If ctx ends
 // first it returns ctx.Err() (the connections left are not closed: Close
-// does that).
+// does that); otherwise the first error closing a listener returned, or
+// nil.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	lnerr := s.closeListeners()
@@ -218,7 +223,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close closes the listeners and every connection at once (hijacked ones
-// excepted); requests in flight see their context cancelled.
+// excepted); requests in flight see their context cancelled, and their
+// writes fail with net.ErrClosed. It returns the first error closing a
+// listener returned, or nil.
 func (s *Server) Close() error {
 	s.inShutdown.Store(true)
 	err := s.closeListeners()
