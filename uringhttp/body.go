@@ -33,8 +33,12 @@ type body struct {
 	// have sent the body, so what follows cannot be trusted as a request.
 	readerSawEOF bool
 	closed       bool
-	earlyClose   bool
-	err          error // a sticky decoding error
+	// orphaned: the handler returned; a Read from then on (a goroutine the
+	// handler left behind) gets http.ErrBodyReadAfterClose, as on
+	// net/http, and never the bytes of the connection's next request.
+	orphaned   bool
+	earlyClose bool
+	err        error // a sticky decoding error
 }
 
 const (
@@ -58,19 +62,21 @@ func (b *body) Read(p []byte) (int, error) {
 	h := b.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if b.closed {
-		return 0, http.ErrBodyReadAfterClose
-	}
-	n, err := b.readLocked(p)
+	n, err := b.readLocked(p, true)
 	if err == io.EOF {
 		b.readerSawEOF = true
 	}
 	return n, err
 }
 
-// readLocked reads with h.mu held, waiting for input when none is there.
-func (b *body) readLocked(p []byte) (int, error) {
+// readLocked reads with h.mu held, waiting for input when none is there;
+// user: for the handler's Read, which fails once the body is closed or
+// the handler returned (checked again after each wait).
+func (b *body) readLocked(p []byte, user bool) (int, error) {
 	h := b.h
+	if user && (b.closed || b.orphaned) {
+		return 0, http.ErrBodyReadAfterClose
+	}
 	if b.sawEOF {
 		return 0, io.EOF
 	}
@@ -109,7 +115,32 @@ func (b *body) readLocked(p []byte) (int, error) {
 			return 0, b.err
 		}
 		h.waitLocked()
+		if user && (b.closed || b.orphaned) {
+			return 0, http.ErrBodyReadAfterClose
+		}
 	}
+}
+
+// drain reads and drops up to limit bytes for the server (io.CopyN's
+// results: nil after limit bytes, io.EOF when the body ended first),
+// whether or not the handler returned.
+func (b *body) drain(limit int64) (int64, error) {
+	h := b.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	var buf [4096]byte
+	var n int64
+	for n < limit {
+		m, err := b.readLocked(buf[:min(int64(len(buf)), limit-n)], false)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // decode takes body bytes out of the buffered input into p: (0, nil) when
@@ -304,6 +335,11 @@ func (b *body) Close() error {
 	if b.closed {
 		return nil
 	}
+	// Closed from here on: a Read racing with the discarding below (a
+	// goroutine the handler left behind, which waits for input as the
+	// discarding does) gets http.ErrBodyReadAfterClose rather than the
+	// bytes the discarding waits for.
+	b.closed = true
 	var err error
 	switch {
 	case b.sawEOF:
@@ -313,7 +349,7 @@ func (b *body) Close() error {
 		var buf [4096]byte
 		var n int64
 		for n < maxPostHandlerReadBytes {
-			m, e := b.readLocked(buf[:min(len(buf), int(maxPostHandlerReadBytes-n))])
+			m, e := b.readLocked(buf[:min(len(buf), int(maxPostHandlerReadBytes-n))], false)
 			n += int64(m)
 			if e == io.EOF {
 				break
@@ -327,6 +363,5 @@ func (b *body) Close() error {
 			b.earlyClose = true
 		}
 	}
-	b.closed = true
 	return err
 }

@@ -558,6 +558,9 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 func (h *hconn) endRequest() {
 	h.mu.Lock()
 	rctx := h.rctx
+	if h.body != nil {
+		h.body.orphaned = true
+	}
 	h.rctx, h.body = nil, nil
 	h.mu.Unlock()
 	if rctx != nil {

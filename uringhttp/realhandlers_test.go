@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,6 +257,10 @@ type realDiffCase struct {
 // multipartBoundary is a boundary of mime/multipart's Writer (random).
 var multipartBoundary = regexp.MustCompile(`[0-9a-f]{60}`)
 
+// semanticOnly compares parsed responses: for answers whose chunk sizes
+// depend on timing.
+func semanticOnly(b []byte) []byte { return []byte(semantic(b)) }
+
 func normBoundary(b []byte) []byte { return multipartBoundary.ReplaceAll(b, []byte("<boundary>")) }
 
 func rawReq(method, target string, lines ...string) string {
@@ -318,7 +323,8 @@ func realCases(e *realEnv) []realDiffCase {
 		one("proxy-headers", rawReq("GET", "/proxy/headers?q=1", "X-Custom: a\r\n", "Connection: x-hop\r\n", "X-Hop: drop me\r\n", "Te: trailers\r\n")),
 		one("proxy-post", post("/proxy/headers", "posted body")),
 		one("proxy-post-chunked", postChunked("/proxy/headers", "abc", "defgh")),
-		one("proxy-chunked", get("/proxy/chunked")),
+		// The proxy's chunks are the pieces it happened to read together.
+		{name: "proxy-chunked", steps: []rawStep{{send: get("/proxy/chunked")}}, norm: semanticOnly},
 		one("proxy-length", get("/proxy/length")),
 		one("proxy-trailers", get("/proxy/trailers")),
 		one("sproxy-trailers", get("/sproxy/trailers")),
@@ -358,7 +364,22 @@ func realCases(e *realEnv) []realDiffCase {
 // boundaries too where the case says so), and how the connection ended.
 func TestRealHandlersDifferential(t *testing.T) {
 	e := newRealEnv(t)
-	s := startDiffServers(t, e.handler(t), 0)
+	var logs [2]logLines
+	var mu sync.Mutex
+	states := [2]map[string][]string{{}, {}} // by the client's address
+	s := startDiffServersOpts(t, e.handler(t), diffOpts{
+		stdLog: log.New(&logs[0], "", 0),
+		urLog:  log.New(&logs[1], "", 0),
+		connState: func(uring bool, c net.Conn, st http.ConnState) {
+			i := 0
+			if uring {
+				i = 1
+			}
+			mu.Lock()
+			states[i][c.RemoteAddr().String()] = append(states[i][c.RemoteAddr().String()], st.String())
+			mu.Unlock()
+		},
+	})
 	defer s.stop()
 	cases := realCases(e)
 	type outcome struct {
@@ -396,6 +417,44 @@ func TestRealHandlersDifferential(t *testing.T) {
 			}
 			checkCase(t, c.name, r.std, r.ur)
 		})
+	}
+	// Every connection's ConnState sequence, as multisets (the cases ran
+	// a few at a time), and the ErrorLog lines.
+	seqs := func() (out [2][]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range 2 {
+			for _, q := range states[i] {
+				out[i] = append(out[i], strings.Join(q, " "))
+			}
+			slices.Sort(out[i])
+		}
+		return out
+	}
+	relWait(5*time.Second, func() bool {
+		q := seqs()
+		for i := range 2 {
+			for _, one := range q[i] {
+				if !strings.HasSuffix(one, "closed") && !strings.HasSuffix(one, "hijacked") {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	q := seqs()
+	// The documented difference of maxbytes-handler-413: net/http closes
+	// that connection after the answer, uringhttp keeps it (then the
+	// client closes it idle).
+	if i := slices.Index(q[0], "new active closed"); i >= 0 {
+		q[0][i] = "new active idle closed"
+		slices.Sort(q[0])
+	}
+	if !slices.Equal(q[0], q[1]) {
+		t.Errorf("ConnState sequences:\n net/http:  %q\n uringhttp: %q", q[0], q[1])
+	}
+	if a, b := normLog(logs[0].take()), normLog(logs[1].take()); a != b {
+		t.Errorf("ErrorLog:\n net/http:  %q\n uringhttp: %q", a, b)
 	}
 }
 
@@ -966,7 +1025,7 @@ func TestRealHandlersDeadlineReplacesServerTimeout(t *testing.T) {
 		case "/read-cleared":
 			rc.SetReadDeadline(time.Time{})
 		}
-		if strings.HasPrefix(r.URL.Path, "/write") {
+		if strings.HasPrefix(r.URL.Path, "/write") || r.URL.Path == "/late" {
 			time.Sleep(700 * time.Millisecond)
 		}
 		b, err := io.ReadAll(r.Body) // the last bytes come 400 ms after the head
@@ -997,6 +1056,248 @@ func TestRealHandlersDeadlineReplacesServerTimeout(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkSame(t, std, ur)
+			}
+			if timeout == "read" {
+				// A documented difference: bytes that arrived before
+				// ReadTimeout passed are read after it by uringhttp;
+				// net/http fails the read of those its connection's
+				// buffer had not taken in.
+				std, ur, err := exchangeBoth(s, diffCase{name: "late", steps: steps("/late")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(std.out, []byte(`read "ab" err=read tcp`)) || !bytes.Contains(std.out, []byte("i/o timeout")) {
+					t.Logf("net/http no longer fails the late read: %q", std.out)
+				}
+				if !bytes.Contains(ur.out, []byte(`read "abcd" err=<nil>`)) {
+					t.Errorf("uringhttp: %q, want the 4 bytes that had arrived", ur.out)
+				}
+			}
+		})
+	}
+}
+
+var abField = regexp.MustCompile(`(?m)^(Complete requests|Failed requests|Non-2xx responses|Keep-Alive requests|Total transferred|HTML transferred|Document Length|Write errors):\s+(.*)$`)
+
+// abStats runs ab and returns the lines that must not depend on the
+// server's speed.
+func abStats(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _ := runTool(t, 60*time.Second, "ab", args...)
+	var sb strings.Builder
+	for _, m := range abField.FindAllStringSubmatch(out, -1) {
+		fmt.Fprintf(&sb, "%s: %s\n", m[1], m[2])
+	}
+	if sb.Len() == 0 {
+		t.Fatalf("ab printed no results:\n%s", out)
+	}
+	return sb.String()
+}
+
+// TestRealHandlersApacheBench: ab (an HTTP/1.0 client, with and without
+// -k's keep-alive) against the file server, ServeContent, the reverse
+// proxy (a chunked upstream, which HTTP/1.0 gets delimited by the close)
+// and TimeoutHandler on both servers: the same counts of requests,
+// failures, keep-alive reuses and bytes.
+func TestRealHandlersApacheBench(t *testing.T) {
+	needTool(t, "ab", "apache2-utils")
+	e := newRealEnv(t)
+	s := startDiffServers(t, e.handler(t), 0)
+	defer s.stop()
+	for _, path := range []string{"/files/small.txt", "/files/mid.txt", "/content-strings", "/proxy/length", "/proxy/chunked", "/timeout?d=1ms", "/files/sub"} {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/k=%v", strings.TrimPrefix(path, "/"), keep), func(t *testing.T) {
+				args := []string{"-q", "-n", "200", "-c", "8", "-s", "20"}
+				if keep {
+					args = append(args, "-k")
+				}
+				a := abStats(t, append(args, "http://"+s.std+path)...)
+				b := abStats(t, append(args, "http://"+s.uring+path)...)
+				if a != b {
+					t.Errorf("net/http:\n%s\nuringhttp:\n%s", a, b)
+				}
+			})
+		}
+	}
+}
+
+var curlDate = regexp.MustCompile(`(?mi)^date: [^\r\n]*\r?\n`)
+
+// TestRealHandlersCurl: curl against both servers, its output (-i: the
+// head as received, the body, trailers) compared once Date and multipart
+// boundaries are set aside.
+func TestRealHandlersCurl(t *testing.T) {
+	needTool(t, "curl", "curl")
+	e := newRealEnv(t)
+	s := startDiffServers(t, e.handler(t), 0)
+	defer s.stop()
+	upload := filepath.Join(t.TempDir(), "up.txt")
+	os.WriteFile(upload, bytes.Repeat([]byte("upload "), 3000), 0o644)
+	lm := diffModTime.Format(http.TimeFormat)
+	cases := []struct {
+		name string
+		args []string
+		path string
+	}{
+		{"multirange", []string{"-r", "0-9,20-29"}, "/files/big.bin"},
+		{"range", []string{"-r", "100-199"}, "/files/big.bin"},
+		{"head", []string{"-I"}, "/files/small.txt"},
+		{"ims", []string{"-z", lm}, "/files/small.txt"},
+		{"etag", []string{"-H", `If-None-Match: "big-v1"`}, "/content"},
+		{"http10-chunked-upstream", []string{"--http1.0"}, "/proxy/chunked"},
+		{"http10-file", []string{"--http1.0"}, "/files/mid.txt"},
+		{"trailers", []string{"--raw"}, "/proxy/trailers"},
+		{"chunked-upload-proxy", []string{"-H", "Transfer-Encoding: chunked", "--data-binary", "@" + upload}, "/proxy/headers"},
+		{"upload-proxy-expect", []string{"-H", "Expect: 100-continue", "--data-binary", "@" + upload}, "/proxy/headers"},
+		{"redirect", nil, "/files/sub"},
+		{"dir", nil, "/files/sub/"},
+		{"timeout", nil, "/timeout?d=2s"},
+		{"copy-mid", []string{"--raw"}, "/copy?f=mid.txt"},
+		{"keepalive-two", []string{"--next", "-sS", "-i", "-r", "0-4"}, "/files/small.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var outs [2]string
+			for i, addr := range []string{s.std, s.uring} {
+				args := append([]string{"-sS", "-i", "--max-time", "20"}, c.args...)
+				if c.name == "keepalive-two" {
+					// Two transfers, the second on the first's connection.
+					args = []string{"-sS", "-i", "--max-time", "20", "http://" + addr + c.path, "--next", "-sS", "-i", "-r", "0-4", "http://" + addr + c.path}
+				} else {
+					args = append(args, "http://"+addr+c.path)
+				}
+				o, _ := runTool(t, 30*time.Second, "curl", args...)
+				o = curlDate.ReplaceAllString(o, "Date: <date>\r\n")
+				o = string(normBoundary([]byte(o)))
+				o = portRE.ReplaceAllString(o, "127.0.0.1:<port>")
+				outs[i] = o
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("net/http:\n%q\nuringhttp:\n%q", outs[0], outs[1])
+			}
+		})
+	}
+}
+
+// TestRealHandlersLargeFileStreams: a 64 MiB file served by
+// http.ServeFile to a client that stops reading after 1 MiB is not held
+// in the server's memory (the handler's copy waits while the connection's
+// output queue is full), and arrives whole once the client reads on.
+func TestRealHandlersLargeFileStreams(t *testing.T) {
+	const size = 64 << 20
+	p := filepath.Join(t.TempDir(), "huge.bin")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 13)
+	}
+	for range size / len(chunk) {
+		f.Write(chunk)
+	}
+	f.Close()
+	var sawReaderFrom atomic.Bool
+	s := startUring(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok := w.(io.ReaderFrom)
+		sawReaderFrom.Store(ok)
+		http.ServeFile(w, r, p)
+	}), nil)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	c, br := realSend(t, s.addr, get("/huge.bin"))
+	defer c.Close()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != size {
+		t.Fatalf("Content-Length %d, want %d", resp.ContentLength, size)
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(h, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	// The client stops reading: the server fills the socket and its
+	// output queue, then its handler waits.
+	var peak uint64
+	for range 10 {
+		time.Sleep(50 * time.Millisecond)
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+	}
+	n, err := io.Copy(h, resp.Body)
+	if err != nil || n != size-1<<20 {
+		t.Fatalf("read %d more bytes, %v", n, err)
+	}
+	want := sha256.New()
+	for range size / len(chunk) {
+		want.Write(chunk)
+	}
+	if !bytes.Equal(h.Sum(nil), want.Sum(nil)) {
+		t.Errorf("the file arrived changed")
+	}
+	grew := int64(peak) - int64(base)
+	t.Logf("heap in use grew by %.1f MiB while the client did not read (file %d MiB); ResponseWriter is an io.ReaderFrom: %v", float64(grew)/(1<<20), size>>20, sawReaderFrom.Load())
+	if grew > 24<<20 {
+		t.Errorf("heap grew by %d MiB serving a %d MiB file to a stalled client", grew>>20, size>>20)
+	}
+	if !sawReaderFrom.Load() {
+		t.Errorf("the ResponseWriter is not an io.ReaderFrom (net/http's is)")
+	}
+}
+
+// TestRealHandlersBodyReadAfterReturn: a goroutine the handler left
+// behind reads Request.Body after ServeHTTP returned, while the server
+// still drains the body for the next request, or after it did: on both
+// servers the read fails with http.ErrBodyReadAfterClose at once, and the
+// connection's next request is answered.
+func TestRealHandlersBodyReadAfterReturn(t *testing.T) {
+	late := make(chan string, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/late" {
+			b, err := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "next read %q %v", b, err)
+			return
+		}
+		body := r.Body
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			buf := make([]byte, 100)
+			start := time.Now()
+			n, err := body.Read(buf)
+			late <- fmt.Sprintf("late read %q %v (blocked %v)", buf[:n], err, time.Since(start) > time.Second)
+		}()
+		io.WriteString(w, "bye")
+	})
+	s := startDiffServers(t, h, 0)
+	defer s.stop()
+	head := "POST /late HTTP/1.1\r\n" + hostH + "Content-Length: 3\r\n\r\n"
+	for _, c := range []diffCase{
+		{name: "while-draining", steps: []rawStep{{send: head}, {pause: 600 * time.Millisecond}, {send: "abc" + post("/next", "NEXT")}}},
+		{name: "after-draining", steps: []rawStep{{send: head + "abc"}, {waitFor: "bye"}, {pause: 400 * time.Millisecond}, {send: post("/next", "NEXT")}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var outs [2]rawResult
+			var reads [2]string
+			for i, addr := range []string{s.std, s.uring} {
+				res, err := rawExchange(addr, c.steps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[i] = res
+				select {
+				case reads[i] = <-late:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("server %d: the late read did not return", i)
+				}
+			}
+			checkSame(t, outs[0], outs[1])
+			if reads[0] != reads[1] {
+				t.Errorf("net/http: %s\nuringhttp: %s", reads[0], reads[1])
 			}
 		})
 	}

@@ -618,7 +618,12 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 			discard = true
 		}
 		if discard {
-			_, err := io.CopyN(io.Discard, w.reqBody, maxPostHandlerReadBytes+1)
+			var err error
+			if b, ok := w.reqBody.(*body); ok {
+				_, err = b.drain(maxPostHandlerReadBytes + 1) // also once the handler returned
+			} else {
+				_, err = io.CopyN(io.Discard, w.reqBody, maxPostHandlerReadBytes+1)
+			}
 			switch err {
 			case nil:
 				tooBig = true
