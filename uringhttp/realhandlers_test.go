@@ -104,6 +104,10 @@ func (e *realEnv) backendServe(w http.ResponseWriter, r *http.Request) {
 		writeSorted(w, "h", h)
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "body %q\n", b)
+	case "/sha":
+		h := sha256.New()
+		n, err := io.Copy(h, r.Body)
+		fmt.Fprintf(w, "%d %x %v cl=%d te=%q", n, h.Sum(nil), err, r.ContentLength, r.TransferEncoding)
 	case "/chunked":
 		for i := range 5 {
 			fmt.Fprintf(w, "piece %d;", i)
@@ -1298,6 +1302,87 @@ func TestRealHandlersBodyReadAfterReturn(t *testing.T) {
 			checkSame(t, outs[0], outs[1])
 			if reads[0] != reads[1] {
 				t.Errorf("net/http: %s\nuringhttp: %s", reads[0], reads[1])
+			}
+		})
+	}
+}
+
+// TestRealHandlersRegisterOnShutdown: a server-sent-events stream that
+// ends when the server's RegisterOnShutdown hook fires, as such handlers
+// are written for net/http: Shutdown calls the hook, the stream ends, the
+// client sees the end, and Shutdown returns.
+func TestRealHandlersRegisterOnShutdown(t *testing.T) {
+	stop := make(chan struct{})
+	var once sync.Once
+	s := startUring(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-stop:
+				io.WriteString(w, "event: bye\ndata: server going away\n\n")
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}), nil)
+	s.srv.RegisterOnShutdown(func() { once.Do(func() { close(stop) }) })
+	c, br := realSend(t, s.addr, get("/events"))
+	defer c.Close()
+	if _, err := readUntil(br, "data: 1\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Shutdown(ctx) }()
+	if got, err := readUntil(br, "data: server going away\n\n\r\n0\r\n\r\n"); err != nil {
+		t.Fatalf("the stream did not end with its goodbye: %q %v", got, err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestRealHandlersProxyUpload: a 16 MiB upload, of known length and
+// chunked, streamed through httputil.ReverseProxy to the backend by both
+// servers: the backend sees the same bytes and framing.
+func TestRealHandlersProxyUpload(t *testing.T) {
+	e := newRealEnv(t)
+	s := startDiffServers(t, e.handler(t), 0)
+	defer s.stop()
+	data := make([]byte, 16<<20)
+	for i := range data {
+		data[i] = realBigByte(i)
+	}
+	c := &http.Client{Timeout: 60 * time.Second}
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			var outs [2]string
+			for i, addr := range []string{s.std, s.uring} {
+				var body io.Reader = bytes.NewReader(data)
+				if chunked {
+					body = io.MultiReader(bytes.NewReader(data)) // no length known
+				}
+				resp, err := c.Post("http://"+addr+"/proxy/sha", "application/octet-stream", body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[i] = fmt.Sprintf("%s %s", resp.Status, b)
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("net/http:  %s\nuringhttp: %s", outs[0], outs[1])
+			}
+			if want := fmt.Sprintf("%d %x <nil>", len(data), sha256.Sum256(data)); !strings.Contains(outs[1], want) {
+				t.Errorf("uringhttp: %s, want the backend to read %s", outs[1], want)
 			}
 		})
 	}

@@ -71,6 +71,7 @@ type Server struct {
 	sweepOn           atomic.Bool
 	clock             atomic.Int64 // coarse monotonic ns, kept by the sweep
 	workers           workerPool
+	onShutdown        []func() // RegisterOnShutdown's (mu)
 }
 
 var clockBase = time.Now()
@@ -201,6 +202,11 @@ func (s *Server) track(h *hconn, add bool) {
 // nil.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
+	s.mu.Lock()
+	for _, f := range s.onShutdown {
+		go f()
+	}
+	s.mu.Unlock()
 	lnerr := s.closeListeners()
 	s.serving.Wait()
 	interval := time.Millisecond
@@ -220,6 +226,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			t.Reset(interval)
 		}
 	}
+}
+
+// RegisterOnShutdown registers f to be called, on a goroutine of its own,
+// when Shutdown starts, as http.Server's does: a handler that holds its
+// connection (a stream, a hijacked WebSocket) learns there to end it,
+// since Shutdown does not wait for hijacked connections nor cancel the
+// requests in flight. Close does not call f.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.mu.Lock()
+	s.onShutdown = append(s.onShutdown, f)
+	s.mu.Unlock()
 }
 
 // Close closes the listeners and every connection at once (hijacked ones
