@@ -228,7 +228,7 @@ func (e *realEnv) handler(t *testing.T) http.Handler {
 			e.gates.Store("timeout-err", err.Error())
 		}
 	})
-	mux.Handle("/timeout", http.TimeoutHandler(slow, 100*time.Millisecond, "handler timed out"))
+	mux.Handle("/timeout", http.TimeoutHandler(slow, time.Second, "handler timed out"))
 	mux.Handle("/strip/", http.StripPrefix("/strip/a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "path=%q raw=%q uri=%q", r.URL.Path, r.URL.RawPath, r.RequestURI)
 	})))
@@ -349,7 +349,7 @@ func realCases(e *realEnv) []realDiffCase {
 		}},
 		one("proxy-upgrade-refused", rawReq("GET", "/proxy/upgrade", "Connection: Upgrade\r\n", "Upgrade: other\r\n")),
 		one("timeout-fast", get("/timeout?d=1ms")),
-		one("timeout-slow", get("/timeout?d=2s")),
+		one("timeout-slow", get("/timeout?d=5s")),
 		one("timeout-head", head("/timeout?d=1ms")),
 		one("strip", get("/strip/a/b/c")),
 		one("strip-escaped", get("/strip/a/b%2Fc")),
@@ -370,7 +370,7 @@ func TestRealHandlersDifferential(t *testing.T) {
 	e := newRealEnv(t)
 	var logs [2]logLines
 	var mu sync.Mutex
-	states := [2]map[string][]string{{}, {}} // by the client's address
+	states := [2]map[net.Conn][]string{{}, {}} // by connection (client ports get reused)
 	s := startDiffServersOpts(t, e.handler(t), diffOpts{
 		stdLog: log.New(&logs[0], "", 0),
 		urLog:  log.New(&logs[1], "", 0),
@@ -380,7 +380,7 @@ func TestRealHandlersDifferential(t *testing.T) {
 				i = 1
 			}
 			mu.Lock()
-			states[i][c.RemoteAddr().String()] = append(states[i][c.RemoteAddr().String()], st.String())
+			states[i][c] = append(states[i][c], st.String())
 			mu.Unlock()
 		},
 	})
@@ -1155,7 +1155,7 @@ func TestRealHandlersCurl(t *testing.T) {
 		{"upload-proxy-expect", []string{"-H", "Expect: 100-continue", "--data-binary", "@" + upload}, "/proxy/headers"},
 		{"redirect", nil, "/files/sub"},
 		{"dir", nil, "/files/sub/"},
-		{"timeout", nil, "/timeout?d=2s"},
+		{"timeout", nil, "/timeout?d=5s"},
 		{"copy-mid", []string{"--raw"}, "/copy?f=mid.txt"},
 		{"keepalive-two", []string{"--next", "-sS", "-i", "-r", "0-4"}, "/files/small.txt"},
 	}
