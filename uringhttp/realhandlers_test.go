@@ -324,6 +324,13 @@ func realCases(e *realEnv) []realDiffCase {
 		one("copy-big", get("/copy?f=big.bin")),
 		one("copyn-700", get("/copy?f=big.bin&n=700")),
 		one("copyn-5000", get("/copy?f=big.bin&n=5000")),
+		one("http10-file", "GET /files/small.txt HTTP/1.0\r\n\r\n"),
+		one("http10-file-keepalive", "GET /files/small.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"+"HEAD /files/big.bin HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+		one("http10-range", "GET /files/big.bin HTTP/1.0\r\nRange: bytes=5-9\r\n\r\n"),
+		one("http10-copy-mid", "GET /copy?f=mid.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+		one("http10-proxy-chunked", "GET /proxy/chunked HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+		one("http10-proxy-trailers", "GET /proxy/trailers HTTP/1.0\r\n\r\n"),
+		one("http10-timeout", "GET /timeout?d=1ms HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
 		one("proxy-headers", rawReq("GET", "/proxy/headers?q=1", "X-Custom: a\r\n", "Connection: x-hop\r\n", "X-Hop: drop me\r\n", "Te: trailers\r\n")),
 		one("proxy-post", post("/proxy/headers", "posted body")),
 		one("proxy-post-chunked", postChunked("/proxy/headers", "abc", "defgh")),
@@ -1385,5 +1392,39 @@ func TestRealHandlersProxyUpload(t *testing.T) {
 				t.Errorf("uringhttp: %s, want the backend to read %s", outs[1], want)
 			}
 		})
+	}
+}
+
+// TestRealHandlersDownloadClientGone: a client that reads 100 KiB of a
+// large file and goes away ends the handler's copy (its write fails) on
+// both servers. (Whether the context is cancelled by then is a race on
+// net/http, so it is only logged.)
+func TestRealHandlersDownloadClientGone(t *testing.T) {
+	e := newRealEnv(t)
+	type end struct {
+		took time.Duration
+		ctx  error
+	}
+	ended := make(chan end, 1)
+	fs := http.FileServer(http.Dir(e.dir))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fs.ServeHTTP(w, r)
+		ended <- end{ctx: r.Context().Err()}
+	})
+	s := startDiffServers(t, h, 0)
+	defer s.stop()
+	for i, addr := range []string{s.std, s.uring} {
+		c, br := realSend(t, addr, get("/big.bin"))
+		if _, err := io.CopyN(io.Discard, br, 100<<10); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		left := time.Now()
+		select {
+		case e := <-ended:
+			t.Logf("server %d: the handler returned %v after the client left; context %v", i, time.Since(left).Round(time.Millisecond), e.ctx)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("server %d: the handler still copies 5 s after its client left", i)
+		}
 	}
 }
