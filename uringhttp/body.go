@@ -121,10 +121,16 @@ func (b *body) readLocked(p []byte, user bool) (int, error) {
 	}
 }
 
-// drain reads and drops up to limit bytes for the server (io.CopyN's
-// results: nil after limit bytes, io.EOF when the body ended first),
-// whether or not the handler returned.
+// drain reads and drops up to limit bytes for the server as Reads would
+// (io.CopyN's results: nil after limit bytes, io.EOF when the body ended
+// first), whether or not the handler returned.
 func (b *body) drain(limit int64) (int64, error) {
+	if b.continueReader {
+		if b.closed {
+			return 0, http.ErrBodyReadAfterClose
+		}
+		b.w.writeContinue()
+	}
 	h := b.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,6 +143,9 @@ func (b *body) drain(limit int64) (int64, error) {
 		m, err := b.readLocked(buf[:min(int64(len(buf)), limit-n)], false)
 		n += int64(m)
 		if err != nil {
+			if err == io.EOF {
+				b.readerSawEOF = true
+			}
 			return n, err
 		}
 	}

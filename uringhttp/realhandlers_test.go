@@ -813,6 +813,11 @@ func misbehave(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		b, err := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "read %d err=%v", len(b), err)
+	case "/replaced-unread":
+		// The body replaced by a limiting reader and not read: the server
+		// drains the original.
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		io.WriteString(w, "replaced, unread")
 	case "/body-after-return":
 		// The body is read by a goroutine after ServeHTTP returned.
 		io.WriteString(w, "bye")
@@ -859,6 +864,7 @@ func TestRealHandlersMisbehaving(t *testing.T) {
 		{name: "body-after-duplex", req: post("/body-after?duplex=1", "0123456789") + get("/ok")},
 		{name: "body-after-duplex-big", req: post("/body-after?duplex=1", big) + get("/ok")},
 		{name: "body-unread-big", req: post("/ok", big) + get("/ok")},
+		{name: "replaced-unread", req: post("/replaced-unread", "0123456789") + get("/ok")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
