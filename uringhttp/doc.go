@@ -58,6 +58,11 @@
 //     fails; bytes that had arrived before are still read (net/http fails
 //     a read of arrived bytes too when its connection's buffer had not
 //     taken them in).
+//     WriteTimeout bounds the handler's writes, not the sending of what
+//     they queued: output queued before it passed (up to
+//     uringrt.Config.MaxWriteBuffer, 4 MiB by default) still goes to a
+//     client that reads slowly, where net/http's deadline, on the socket,
+//     cuts the response at what the kernel had taken.
 //     A read or write deadline the handler sets through
 //     http.ResponseController replaces ReadTimeout or WriteTimeout for its
 //     request, as on net/http.

@@ -1434,3 +1434,39 @@ func TestRealHandlersDownloadClientGone(t *testing.T) {
 		}
 	}
 }
+
+// TestRealHandlersWriteTimeoutSlowDownload: a 6 MiB file to a client that
+// stops reading, on servers with a 300 ms WriteTimeout: on both the
+// handler returns soon. A documented difference: net/http's deadline is
+// on the socket, so its copy fails at the timeout and the client gets
+// what the kernel had taken; uringhttp's WriteTimeout bounds the handler's
+// writes, and what they queued before it passed (up to the runtime's
+// MaxWriteBuffer) is still delivered.
+func TestRealHandlersWriteTimeoutSlowDownload(t *testing.T) {
+	e := newRealEnv(t)
+	returned := make(chan time.Duration, 1)
+	fs := http.FileServer(http.Dir(e.dir))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		fs.ServeHTTP(w, r)
+		returned <- time.Since(start)
+	})
+	s := startDiffServersOpts(t, h, diffOpts{writeTimeout: 300 * time.Millisecond})
+	defer s.stop()
+	for i, addr := range []string{s.std, s.uring} {
+		c, br := realSend(t, addr, get("/big.bin"))
+		if _, err := io.CopyN(io.Discard, br, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		var took time.Duration
+		select {
+		case took = <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("server %d: the handler still writes 10 s after a 300 ms WriteTimeout", i)
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second)) // uringhttp keeps the connection open after the whole answer
+		n, err := io.Copy(io.Discard, br)
+		c.Close()
+		t.Logf("server %d: handler returned after %v; the client got %d more bytes, then %v", i, took.Round(time.Millisecond), n, err)
+	}
+}
