@@ -536,7 +536,7 @@ func TestRealHandlersHTTPClient(t *testing.T) {
 	norm := func(s string) string { return string(normBoundary([]byte(s))) }
 	for _, keep := range []bool{true, false} {
 		t.Run(fmt.Sprintf("keepalive=%v", keep), func(t *testing.T) {
-			const maxConns, workers, rounds = 4, 8, 6
+			const maxConns, workers, rounds = 8, 32, 6
 			results := [2]map[string]string{{}, {}}
 			for i, addr := range []string{s.std, s.uring} {
 				conns[i].Store(0)
