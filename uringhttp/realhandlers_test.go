@@ -1113,20 +1113,25 @@ func abStats(t *testing.T, args ...string) string {
 
 // TestRealHandlersApacheBench: ab (an HTTP/1.0 client, with and without
 // -k's keep-alive) against the file server, ServeContent, the reverse
-// proxy (a chunked upstream, which HTTP/1.0 gets delimited by the close)
-// and TimeoutHandler on both servers: the same counts of requests,
+// proxy (a chunked upstream, which HTTP/1.0 gets delimited by the close;
+// a 50 KB POST) and TimeoutHandler on both servers: the same counts of requests,
 // failures, keep-alive reuses and bytes.
 func TestRealHandlersApacheBench(t *testing.T) {
 	needTool(t, "ab", "apache2-utils")
 	e := newRealEnv(t)
 	s := startDiffServers(t, e.handler(t), 0)
 	defer s.stop()
-	for _, path := range []string{"/files/small.txt", "/files/mid.txt", "/content-strings", "/proxy/length", "/proxy/chunked", "/timeout?d=1ms", "/files/sub"} {
+	for _, path := range []string{"/files/small.txt", "/files/mid.txt", "/content-strings", "/proxy/length", "/proxy/chunked", "/timeout?d=1ms", "/files/sub", "/proxy/sha"} {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/k=%v", strings.TrimPrefix(path, "/"), keep), func(t *testing.T) {
 				args := []string{"-q", "-n", "200", "-c", "8", "-s", "20"}
 				if keep {
 					args = append(args, "-k")
+				}
+				if path == "/proxy/sha" {
+					up := filepath.Join(t.TempDir(), "post.bin")
+					os.WriteFile(up, bytes.Repeat([]byte("post body "), 5000), 0o644)
+					args = append(args, "-p", up, "-T", "application/octet-stream")
 				}
 				a := abStats(t, append(args, "http://"+s.std+path)...)
 				b := abStats(t, append(args, "http://"+s.uring+path)...)
