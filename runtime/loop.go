@@ -58,6 +58,7 @@ type loop struct {
 	closing     int            // fds waiting for their ops' CQEs before close(2)
 	closes      closeQueue     // fds ready for close(2), a budget per iteration (close.go)
 	tid         int32          // the thread running this iteration, 0 until curTid reads it (op_poll.go)
+	rehomes     int            // multishot ops cancelled to be armed again from the loop's thread (op_poll.go)
 	recancel    []*op          // cancels to send again (the last one failed)
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap

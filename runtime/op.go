@@ -65,7 +65,7 @@ type op struct {
 	done     chan struct{}
 	expired  *atomic.Bool     // deadline passed: complete with ECANCELED instead of arming
 	ts       netpoll.Timespec // opTimer's timespec
-	tid      int32            // opPollIn: the thread that submitted it (loops that park in Go's netpoller)
+	tid      int32            // opPollIn, multishot opCBRecv: the thread that submitted it (loops that park in Go's netpoller)
 }
 
 func (o *op) bufPtr() unsafe.Pointer {

@@ -19,6 +19,7 @@ import (
 // (6.0+), single-shot with buffer selection (Config.DisableMultishot), or
 // into the conn's own buffer (no buffer ring).
 func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
+	o.tid = 0 // a single-shot recv is armed again from the loop's thread each time
 	if room := o.cc.directRoom(); room != nil {
 		// callback_kept.go: a large frame's bytes, straight into the
 		// kept input.
@@ -41,6 +42,7 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 		sqe.PrepRecvSelect(o.fd, l.bufRing.Group(), 0)
 	} else {
 		sqe.PrepRecvMultishot(o.fd, l.bufRing.Group(), 0)
+		o.tid = l.curTid() // op_poll.go: re-homed if the loop moves
 		if l.rt.recvLimitOn() {
 			sqe.SetRecvLimit(o.cc.recvRoom()) // budget.go: bounds a pause's overshoot
 		}
@@ -177,6 +179,13 @@ func (c *CallbackConn) onRecv(o *op) {
 	if c.closing {
 		c.maybeFinalize()
 		return
+	}
+	if o.armed && o.tid != 0 && o.tid != l.curTid() {
+		// A multishot recv submitted while the loop ran on another
+		// thread: its completions would wake that thread for every
+		// message. Its last CQE (ECANCELED) arms it again below, from
+		// here.
+		l.rehome(o)
 	}
 	userPaused := c.rdPaused.Load() // callback_pause.go
 	if o.armed && !c.paused && !userPaused && c.directRoom() != nil {

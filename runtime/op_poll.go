@@ -53,8 +53,9 @@ func (l *loop) completePollOut(o *op) {
 	l.wakes = append(l.wakes, &o.nfd.wr)
 }
 
-// rehome ends a multishot POLLIN that was submitted on another thread than
-// the one the loop runs on now, so that the reader's next EAGAIN arms it
+// rehome ends a multishot POLLIN, or a callback connection's multishot
+// recv, that was submitted on another thread than the one the loop runs on
+// now, so that the reader's next EAGAIN (the recv's last CQE) arms it
 // again from here. On a COOP_TASKRUN ring (a loop parked in Go's
 // netpoller, whose goroutine moves between threads when Go's scheduler
 // hands its P on) an op's completion task_work runs on the thread that
@@ -62,7 +63,10 @@ func (l *loop) completePollOut(o *op) {
 // connections armed while the loop ran elsewhere, an idle thread woke for
 // every message. Locked loops never move (curTid is 0 for them).
 func (l *loop) rehome(o *op) {
-	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle
+	if !o.cancel {
+		l.rehomes++
+	}
+	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle, or re-arms a callback recv
 }
 
 // curTid returns the thread the loop runs on in this iteration, read once
