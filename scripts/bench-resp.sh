@@ -7,6 +7,8 @@
 #   scripts/bench-resp.sh                                # 3 rounds
 #   ROUNDS=1 N1=20000 N16=200000 MSGS=200 scripts/bench-resp.sh   # a quick check
 #   SERVERS="redis resp twin" WORKLOADS="get16 fanout" scripts/bench-resp.sh
+#   RESP_B=/tmp/old/resp SERVERS="redis resp respb twin redcon" scripts/bench-resp.sh  # respb: another
+#                                                  build of examples/resp (A/B against this tree's)
 #
 # Each server runs pinned to CPU 0 with GOMAXPROCS=1 (one uringrt loop);
 # every client runs on CPU 1. Workloads:
@@ -102,6 +104,7 @@ start_server() {
 		"${IN_QUOTA[@]}" taskset -c 0 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
 			--dir "$dir" --daemonize no >>"$OUT/servers.log" 2>&1 & ;;
 	resp) "${IN_QUOTA[@]}" env GOMAXPROCS=1 taskset -c 0 "$OUT/bin/resp" -addr 127.0.0.1:$PORT -loops 1 2>>"$OUT/servers.log" & ;;
+	respb) "${IN_QUOTA[@]}" env GOMAXPROCS=1 taskset -c 0 "$RESP_B" -addr 127.0.0.1:$PORT -loops 1 2>>"$OUT/servers.log" & ;;
 	twin) "${IN_QUOTA[@]}" env GOMAXPROCS=1 taskset -c 0 "$OUT/bin/std-resp" -addr 127.0.0.1:$PORT 2>>"$OUT/servers.log" & ;;
 	redcon) "${IN_QUOTA[@]}" env GOMAXPROCS=1 taskset -c 0 "$OUT/bin/resp-server" -addr 127.0.0.1:$PORT -backend std 2>>"$OUT/servers.log" & ;;
 	esac
