@@ -17,13 +17,16 @@ for ((r=1;r<=R;r++)); do
    for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/9100) 2>/dev/null && break; sleep 0.05; done
    sleep 0.2
    line=$(taskset -c 1 $B/echoload -p 9100 $CFG -w ${WARM:-1} -t ${DUR:-5} -P $pid -l $s 2>&1)
+   # The busiest thread's share of the server's CPU: below 1 for a Go net server (its reads run on
+   # whichever thread polls) but for uringrt a sign of a thread woken for every message.
+   line="$line $(for f in /proc/$pid/task/*/stat; do awk '{print $14+$15}' $f; done | sort -rn | awk '{t+=$1; if(NR==1)m=$1} END{printf "top_thread=%.2f", (t?m/t:0)}')"
    kill $pid; wait $pid 2>/dev/null
    # Another process used more than 15 % of a CPU: the run is not comparable, repeat it.
    other=$(echo "$line" | tr ' ' '\n' | sed -n 's/^other_cpu=//p'); other=${other%.*}
    [ "${other:-0}" -le 15 ] && break
    echo "  (noisy: other_cpu=$other, repeating $s)" >&2; sleep 2
   done
-  echo "r=$r $line" | tr ' ' '\n' | grep -E '^(r=|label|tps|p50_us|p99_us|p999_us|srv_cpu_us_per_kmsg|srv_vcsw_per_kmsg|srv_ivcsw_per_kmsg|other_cpu|cli_cpu)' | tr '\n' ' '; echo
+  echo "r=$r $line" | tr ' ' '\n' | grep -E '^(r=|label|tps|p50_us|p99_us|p999_us|srv_cpu_us_per_kmsg|srv_vcsw_per_kmsg|srv_ivcsw_per_kmsg|other_cpu|cli_cpu|top_thread)' | tr '\n' ' '; echo
   sleep 0.3
  done
 done
