@@ -133,7 +133,7 @@ const readPauseMax = 32 << 10
 // wait). A peer that reads has each send complete, whole, by the next
 // reap.
 func (c *CallbackConn) stalled() bool {
-	return c.sendShort || c.sendOp.armed && c.l.budget.flushes != c.sendSince
+	return c.sendShort || c.sending() && c.l.budget.flushes != c.sendSince
 }
 
 // pauseMark is the queued output (bytes) over which c stops reading: half

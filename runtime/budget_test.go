@@ -438,7 +438,7 @@ func TestSlowReadersPeakPerConn(t *testing.T) {
 						if c.sendShort {
 							short++
 						}
-						if c.sendOp.armed {
+						if c.sending() {
 							armed++
 						}
 					}

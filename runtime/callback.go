@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -29,64 +27,58 @@ import (
 type CallbackConn struct {
 	fd *netFD
 	h  Handler
-	ln *listener
 	l  *loop
 
-	// loop-owned
+	// loop-owned (small fields last, packed)
 	recvOp    op
-	sendOp    op
-	sendIov   []unix.Iovec // the iovecs of a sendmsg in flight (sendOp)
-	sendMsg   unix.Msghdr  // its msghdr, read by the kernel until the CQE
-	outq      outQueue     // queued output, in chunks of the loop's pool (outq.go)
+	snd       *cbSend  // the send in flight, or nil (op_cb.go)
+	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
+	idleSeen  int64    // unix ns of the idle sweep that last found progress
+	closeErr  error
+	stream    []byte // stream mode's recv buffer (callback_stream.go), or nil
+	armed     int32  // ops of c in flight
+	streamRun int32  // big recvs in a row toward stream mode
+	slot      int32  // registered file slot, or -1
+	sendSince uint32 // the loop's flush count when the send was armed (budget.go)
 	dirty     bool
-	paused    bool  // over the memory budget (budget.go): not reading
-	active    bool  // read or write progress since the last idle sweep (idle.go)
-	idleSeen  int64 // unix ns of the idle sweep that last found progress
+	paused    bool // over the memory budget (budget.go): not reading
+	active    bool // read or write progress since the last idle sweep (idle.go)
 	closing   bool
 	finalized bool
-	closeErr  error
-	armed     int
-	ownBuf    []byte // single-shot recv buffer when there is no buffer ring
-	stream    []byte // stream mode's recv buffer (callback_stream.go), or nil
-	streamRun int    // big recvs in a row toward stream mode
-	probing   bool   // a new connection's first recvs (callback_stream.go)
-	firstRecv bool   // its first recv reads into a stream buffer (callback_stream.go)
+	probing   bool // a new connection's first recvs (callback_stream.go)
+	firstRecv bool // its first recv reads into a stream buffer (callback_stream.go)
 	blocking  bool
-	rdEOF     bool   // the peer's FIN came and the handler keeps the write side open
-	slot      int32  // registered file slot, or -1
-	sendSince uint32 // the loop's flush count when sendOp was armed (budget.go)
-	sendShort bool   // the last send CQE took less than was submitted (budget.go)
+	rdEOF     bool // the peer's FIN came and the handler keeps the write side open
+	sendShort bool // the last send CQE took less than was submitted (budget.go)
+	drainWant bool // queued bytes passed the low-water mark (callback_drain.go)
+	rtWait    bool // among the loop's budget waiters (callback_bounds.go)
+	finHeld   bool // the peer's FIN came while the handler paused reading, reported on resume
+	// hasDrainer: h is a Drainer whose OnDrained is set (callback_drain.go)
+	hasDrainer bool
 
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.
 	cb        atomic.Int32
-	closeReq  bool       // Close was called in a callback: closed when it returns
-	wroteInCB bool       // a callback queued output: flush and check the caps after it
-	frame     frameState // framing (callback_frame.go)
-
-	cbG      atomic.Uintptr // the goroutine running a callback of c (curG), or 0
-	pauseReq bool           // a callback changed rdPaused: act on it after (callback_pause.go)
-	batching bool           // this callback's writes go to cbOut (callback_write.go)
-	cbOut    []byte         // them, posted as one request when the callback returns
-	direct   []byte         // loop-owned: the kept input's free space a recv reads into (callback_kept.go)
-
-	// rdPaused: the handler paused reading (PauseRead); finHeld
-	// (loop-owned): the peer's FIN came while paused, reported on resume.
+	closeReq  bool // Close was called in a callback: closed when it returns
+	wroteInCB bool // a callback queued output: flush and check the caps after it
+	pauseReq  bool // a callback changed rdPaused: act on it after (callback_pause.go)
+	batching  bool // this callback's writes go to cbOut (callback_write.go)
+	rtFull    bool // a write in the callback was refused for MaxBufferedBytes
+	// Not the holder's, here to pack: rdPaused, the handler paused
+	// reading (PauseRead; finHeld above).
 	rdPaused  atomic.Bool
-	finHeld   bool
-	stdResume chan struct{} // BackendStd: ResumeRead wakes the reader
+	drainReq  atomic.Bool    // a write was refused: call OnDrained when drained
+	rtRefused atomic.Bool    // a write was refused for MaxBufferedBytes (callback_bounds.go)
+	rtAllow   int            // bytes OnData may still write past MaxBufferedBytes (its input's)
+	frame     frameState     // framing (callback_frame.go)
+	cbG       atomic.Uintptr // the goroutine running a callback of c (curG), or 0
+	cbOut     []byte         // the batched writes, posted as one request when the callback returns
+	direct    []byte         // loop-owned: the kept input's free space a recv reads into (callback_kept.go)
 
-	drainer   Drainer      // h as a Drainer, or nil (callback_drain.go)
-	drainWant bool         // loop-owned: queued bytes passed the low-water mark
-	drainReq  atomic.Bool  // a write was refused: call OnDrained when drained
-	lowWater  atomic.Int64 // OnDrained's mark (bytes); 0: MaxWriteBuffer/2
-	queued    atomic.Int64 // outq.n as of the loop's last flush or send CQE
-	posted    atomic.Int64 // bytes of AsyncWrites posted and not yet taken
-	inQueued  atomic.Int64 // bytes of input handed to a MayBlocker's worker, not yet handled (budget.go)
-	rtRefused atomic.Bool  // a write was refused for MaxBufferedBytes (callback_bounds.go)
-	rtFull    bool         // holder: a write in the callback was refused for MaxBufferedBytes
-	rtWait    bool         // loop-owned: among the loop's budget waiters (callback_bounds.go)
-	rtAllow   int          // holder: bytes OnData may still write past MaxBufferedBytes (its input's)
+	lowWater atomic.Int64 // OnDrained's mark (bytes); 0: MaxWriteBuffer/2
+	queued   atomic.Int64 // outq.n as of the loop's last flush or send CQE
+	posted   atomic.Int64 // bytes of AsyncWrites posted and not yet taken
+	inQueued atomic.Int64 // bytes of input handed to a MayBlocker's worker, not yet handled (budget.go)
 
 	tm *connTimers // timers and deadlines (callback_timer.go), nil without
 
@@ -98,35 +90,39 @@ type CallbackConn struct {
 	// loop: the fd is not closed while some are on their way.
 	pendingWrites atomic.Int32
 
-	// std backend: stdClosed is closed by Close so that a half-open
-	// connection's reader can call OnClose.
-	stdClosed   chan struct{}
-	stdCloseOne sync.Once
-
-	// std backend
-	std      net.Conn
-	stdMaxIn int   // Config.MaxWriteBuffer: the cap on kept input (framing)
-	stdErr   error // OnClose's error when the runtime closed it (ErrInboundFull)
-	stdMu    sync.Mutex
-	stdTm    stdTimers // its timers (callback_timer.go)
-
-	stdWMu sync.Mutex // BackendStd Write: one writer at a time (OnData holds it)
+	// std backend: the net.Conn, and the rest of its state (std.go)
+	std net.Conn
+	sx  *stdCB
 
 	value any
 }
 
-func newCallbackConn(fd *netFD, h Handler, ln *listener) *CallbackConn {
-	cc := &CallbackConn{fd: fd, h: h, ln: ln, l: fd.l, slot: -1, active: true}
+// stdCB is what a BackendStd callback conn needs beside its net.Conn, so
+// that a conn on a loop does not carry it (stdInit makes it).
+type stdCB struct {
+	// closed is closed by Close so that a half-open connection's reader
+	// can call OnClose.
+	closed   chan struct{}
+	closeOne sync.Once
+	resume   chan struct{} // ResumeRead wakes the reader
+	maxIn    int           // Config.MaxWriteBuffer: the cap on kept input (framing)
+	err      error         // OnClose's error when the runtime closed it (ErrInboundFull)
+	mu       sync.Mutex
+	tm       stdTimers  // its timers (callback_timer.go)
+	wmu      sync.Mutex // Write: one writer at a time (OnData holds it)
+}
+
+func newCallbackConn(fd *netFD, h Handler) *CallbackConn {
+	cc := &CallbackConn{fd: fd, h: h, l: fd.l, slot: -1, active: true}
 	if mb, ok := h.(MayBlocker); ok && mb.MayBlock() {
 		cc.blocking = true
 	}
-	cc.drainer, _ = h.(Drainer)
+	_, cc.hasDrainer = h.(Drainer)
 	if hf, ok := h.(HandlerFuncs); ok && hf.Drained == nil {
-		cc.drainer = nil
+		cc.hasDrainer = false
 	}
 	cc.frame.pool = &fd.l.rt.kept
 	cc.recvOp = op{kind: opCBRecv, fd: fd.fd, cc: cc}
-	cc.sendOp = op{kind: opCBSend, fd: fd.fd, cc: cc}
 	return cc
 }
 
@@ -156,8 +152,8 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 func (c *CallbackConn) closeStd() error {
 	c.stdEndTimers()
 	err := c.std.Close()
-	if c.stdClosed != nil {
-		c.stdCloseOne.Do(func() { close(c.stdClosed) })
+	if c.sx != nil {
+		c.sx.closeOne.Do(func() { close(c.sx.closed) })
 	}
 	return err
 }
@@ -185,11 +181,9 @@ func (l *loop) registerCB(c *CallbackConn) {
 		// table look-up (fget/fput) per recv and send.
 		c.slot = slot
 		c.recvOp.fd, c.recvOp.sqeFlags = int(slot), netpoll.SQEFixedFile
-		c.sendOp.fd, c.sendOp.sqeFlags = int(slot), netpoll.SQEFixedFile
 	}
 	if l.bufRing == nil {
-		c.ownBuf = make([]byte, l.rt.cfg.BufferSize)
-		c.recvOp.buf = c.ownBuf
+		c.recvOp.buf = make([]byte, l.rt.cfg.BufferSize) // its own buffer, for life
 	} else {
 		c.startRecv() // callback_stream.go
 	}
@@ -225,8 +219,8 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	c.shutWrites()
 	c.endTimers()
 	if err != nil && err != io.EOF {
-		c.outq.discard(c.l, c.sendOp.armed) // an error: nothing more can be sent
-		c.l.cancelOp(&c.sendOp)
+		c.outq.discard(c.l, c.sending()) // an error: nothing more can be sent
+		c.cancelSend()
 	}
 	c.l.cancelOp(&c.recvOp)
 	c.maybeFinalize()
@@ -236,7 +230,7 @@ func (c *CallbackConn) closeOnLoop(err error) {
 }
 
 func (c *CallbackConn) fail(err error) {
-	c.outq.discard(c.l, c.sendOp.armed)
+	c.outq.discard(c.l, c.sending())
 	if !c.closing {
 		c.closing = true
 		c.closeErr = err
@@ -252,7 +246,7 @@ func (c *CallbackConn) maybeFinalize() {
 		return
 	}
 	if !c.closing || c.armed > 0 || (c.outq.n > 0 || c.pendingWrites.Load() > 0) && !c.l.stopping {
-		if c.closing && c.outq.n > 0 && !c.sendOp.armed && !c.dirty {
+		if c.closing && c.outq.n > 0 && !c.sending() && !c.dirty {
 			c.dirty = true
 			c.l.dirty = append(c.l.dirty, c)
 		}
@@ -260,7 +254,8 @@ func (c *CallbackConn) maybeFinalize() {
 	}
 	l := c.l
 	c.finalized = true
-	c.outq.release(l)  // no send in flight: every chunk goes back
+	c.outq.release(l) // no send in flight: every chunk goes back
+	c.putSend()
 	c.dropCloseTimer() // callback_bounds.go
 	c.endTimers()      // the write timeout's check too: nothing of c stays in the heap
 	l.unwaitBudget(c)

@@ -449,7 +449,7 @@ func dumpCB(rt *Runtime) {
 		done := make(chan struct{})
 		l.post(request{kind: reqFunc, fn: func() {
 			for c := range l.cbConns {
-				fmt.Printf("loop %d conn %p outq %d posted %d pend %d dirty %v armed %v paused %v cb %d kept %d recvArmed %v\n", l.id, c, c.outq.n, c.posted.Load(), c.pendingWrites.Load(), c.dirty, c.sendOp.armed, c.paused, c.cb.Load(), len(c.frame.kept), c.recvOp.armed)
+				fmt.Printf("loop %d conn %p outq %d posted %d pend %d dirty %v armed %v paused %v cb %d kept %d recvArmed %v\n", l.id, c, c.outq.n, c.posted.Load(), c.pendingWrites.Load(), c.dirty, c.sending(), c.paused, c.cb.Load(), len(c.frame.kept), c.recvOp.armed)
 			}
 			close(done)
 		}})

@@ -185,8 +185,8 @@ func (c *CallbackConn) cutOff(err error, kind int) {
 		c.tm.wrT.Stop()
 		c.tm.clT.Stop()
 	}
-	c.outq.discard(c.l, c.sendOp.armed)
-	c.l.cancelOp(&c.sendOp)
+	c.outq.discard(c.l, c.sending())
+	c.cancelSend()
 	c.maybeFinalize()
 }
 

@@ -69,7 +69,7 @@ func (c *CallbackConn) checkRead(now int64) {
 // (a long callback, the process descheduled).
 func (c *CallbackConn) checkWrite(now int64) {
 	tm := c.tm
-	if !c.sendOp.armed {
+	if !c.sending() {
 		tm.lastWrite = now // nothing sent, nothing waits on the peer
 		return
 	}

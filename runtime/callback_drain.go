@@ -33,7 +33,7 @@ func (c *CallbackConn) lowMark() int {
 // noteDrainMark remembers that the queue passed the low-water mark (loop
 // only, after bytes were queued).
 func (c *CallbackConn) noteDrainMark() {
-	if c.drainer != nil && !c.drainWant && c.outq.n > c.lowMark() {
+	if c.hasDrainer && !c.drainWant && c.outq.n > c.lowMark() {
 		c.drainWant = true
 	}
 }
@@ -42,7 +42,7 @@ func (c *CallbackConn) noteDrainMark() {
 // OnDrained follows once the queue drained. The loop is asked to check,
 // in case the queue drained before the flag was seen.
 func (c *CallbackConn) refused() {
-	if c.drainer == nil || c.drainReq.Swap(true) {
+	if !c.hasDrainer || c.drainReq.Swap(true) {
 		return
 	}
 	c.l.post(request{kind: reqFunc, fn: c.checkDrain})
@@ -52,7 +52,7 @@ func (c *CallbackConn) refused() {
 // or under the low-water mark (loop only: after a send CQE, or asked by
 // refused).
 func (c *CallbackConn) checkDrain() {
-	if c.drainer == nil || !c.drainWant && !c.drainReq.Load() || c.closing {
+	if !c.hasDrainer || !c.drainWant && !c.drainReq.Load() || c.closing {
 		return
 	}
 	if c.outq.n+int(c.posted.Load()) > c.lowMark() {
@@ -64,5 +64,5 @@ func (c *CallbackConn) checkDrain() {
 	}
 	c.drainWant = false
 	c.drainReq.Store(false)
-	c.callback(c.drainer.OnDrained)
+	c.callback(c.h.(Drainer).OnDrained)
 }

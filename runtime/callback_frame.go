@@ -227,7 +227,7 @@ func (c *CallbackConn) runOnData(data []byte) {
 
 func (c *CallbackConn) maxInbound() int {
 	if c.std != nil {
-		return c.stdMaxIn
+		return c.sx.maxIn
 	}
 	return c.l.rt.cfg.MaxWriteBuffer
 }
@@ -236,7 +236,7 @@ func (c *CallbackConn) maxInbound() int {
 func (c *CallbackConn) inboundFull() {
 	c.frame.kept = nil
 	if c.std != nil {
-		c.stdErr = ErrInboundFull
+		c.sx.err = ErrInboundFull
 		c.closeStd()
 		return
 	}
@@ -263,8 +263,8 @@ func (c *CallbackConn) stdOnData(data []byte) {
 func (c *CallbackConn) stdRunOnData(data []byte) {
 	if haveCurG {
 		// What OnData writes stays contiguous: other writers wait.
-		c.stdWMu.Lock()
-		defer c.stdWMu.Unlock()
+		c.sx.wmu.Lock()
+		defer c.sx.wmu.Unlock()
 	}
 	c.enterCB()
 	c.h.OnData(c, data)

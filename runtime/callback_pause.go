@@ -183,13 +183,13 @@ func (f *frameState) stash(data []byte) {
 // goroutine checks the flag before each read and waits while it is set.
 func (c *CallbackConn) stdSetReadPause(pause bool) error {
 	select {
-	case <-c.stdClosed:
+	case <-c.sx.closed:
 		return net.ErrClosed
 	default:
 	}
 	if c.rdPaused.Swap(pause) != pause && !pause {
 		select {
-		case c.stdResume <- struct{}{}:
+		case c.sx.resume <- struct{}{}:
 		default:
 		}
 	}
@@ -203,8 +203,8 @@ func (c *CallbackConn) stdWaitRead() bool {
 	for {
 		for c.rdPaused.Load() {
 			select {
-			case <-c.stdResume:
-			case <-c.stdClosed:
+			case <-c.sx.resume:
+			case <-c.sx.closed:
 				return false
 			}
 		}
@@ -213,7 +213,7 @@ func (c *CallbackConn) stdWaitRead() bool {
 		}
 		c.stdOnData(nil)
 		select {
-		case <-c.stdClosed:
+		case <-c.sx.closed:
 			return false
 		default:
 		}

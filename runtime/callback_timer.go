@@ -68,7 +68,7 @@ type LoopTimer struct {
 	period int64                      // ns between runs; 0: once
 	state  atomic.Int32               // timerArmed, timerStopped, timerRunning
 	hidx   int32                      // 1 + its place in the loop's heap; 0: not in it (loop-owned)
-	listed bool                       // in c's list (loop-owned; BackendStd: under c.stdTm.mu)
+	listed bool                       // in c's list (loop-owned; BackendStd: under c.sx.tm.mu)
 
 	prev, next *LoopTimer // c's list
 
@@ -243,7 +243,7 @@ func (c *CallbackConn) timersEnded() bool {
 	if c.std == nil {
 		return c.wrClosed.Load()
 	}
-	if c.stdTm.ended.Load() {
+	if c.sx.tm.ended.Load() {
 		return true
 	}
 	if sc, ok := c.std.(*stdConn); ok {
@@ -583,7 +583,7 @@ type stdTimers struct {
 // goroutine of its own (concurrently with the reader's OnData: synchronize
 // what both touch); closeStd ends it.
 func (c *CallbackConn) stdStart(t *LoopTimer, when int64) {
-	s := &c.stdTm
+	s := &c.sx.tm
 	s.mu.Lock()
 	if c.timersEnded() {
 		s.mu.Unlock()
@@ -643,7 +643,7 @@ func (c *CallbackConn) stdDrop(t *LoopTimer) {
 }
 
 func (c *CallbackConn) stdUnlink(t *LoopTimer) {
-	s := &c.stdTm
+	s := &c.sx.tm
 	s.mu.Lock()
 	l := connTimers{head: s.head}
 	l.unlink(t)
@@ -654,7 +654,7 @@ func (c *CallbackConn) stdUnlink(t *LoopTimer) {
 // stdEndTimers stops a BackendStd connection's timers (at its close):
 // none runs after, and Go's timers forget them.
 func (c *CallbackConn) stdEndTimers() {
-	s := &c.stdTm
+	s := &c.sx.tm
 	s.mu.Lock()
 	s.ended.Store(true)
 	l := connTimers{head: s.head}

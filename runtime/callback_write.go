@@ -44,10 +44,10 @@ var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 func (c *CallbackConn) Write(p []byte) (int, error) {
 	if c.std != nil {
 		if haveCurG && c.cbG.Load() == curG() {
-			return c.stdWrite(p) // OnData holds stdWMu (stdOnData)
+			return c.stdWrite(p) // OnData holds sx.wmu (stdOnData)
 		}
-		c.stdWMu.Lock()
-		defer c.stdWMu.Unlock()
+		c.sx.wmu.Lock()
+		defer c.sx.wmu.Unlock()
 		return c.stdWrite(p)
 	}
 	if c.hold() {

@@ -156,7 +156,9 @@ func (n *netFD) finalClose() {
 		unix.Unlink(n.unlinkPath)
 	}
 	n.rt.untrack(n)
-	close(n.closed)
+	if n.closed != nil {
+		close(n.closed)
+	}
 }
 
 // closeFD cancels every op on nfd, each by its user data, and closes the

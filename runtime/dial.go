@@ -243,7 +243,7 @@ func (rt *Runtime) DialCallback(ctx context.Context, network, address string, h 
 	}
 	n := c.fd
 	n.cb = true
-	cc := newCallbackConn(n, h, nil)
+	cc := newCallbackConn(n, h)
 	n.l.post(request{kind: reqRegisterCB, cc: cc})
 	return cc, nil
 }

@@ -272,7 +272,7 @@ func TestPostToExitedLoop(t *testing.T) {
 	n := newBareNetFD(rt, l, fds[0], unix.AF_UNIX, "unix")
 	n.cb = true
 	rt.track(n)
-	cc := newCallbackConn(n, HandlerFuncs{}, nil)
+	cc := newCallbackConn(n, HandlerFuncs{})
 	l.post(request{kind: reqRegisterCB, cc: cc})
 	if !n.final.Load() {
 		t.Fatal("a conn posted to an exited loop was left open")

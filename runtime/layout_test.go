@@ -34,3 +34,24 @@ func TestHotFieldsShareALine(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleConnObjectsFit keeps the objects an idle callback connection
+// holds in the size classes measured (BENCHMARKS.md, "idle keep-alive
+// connections"): a field added to CallbackConn past 576 bytes moves every
+// connection to the 640-byte class, one past 208 bytes of netFD to 224.
+// Fields a connection needs only while a send is in flight belong in
+// cbSend, and BackendStd's in stdCB.
+func TestIdleConnObjectsFit(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"CallbackConn", unsafe.Sizeof(CallbackConn{}), 576},
+		{"netFD", unsafe.Sizeof(netFD{}), 208},
+		{"op", unsafe.Sizeof(op{}), 120},
+	} {
+		if c.size > c.max {
+			t.Errorf("%s is %d bytes, over the %d-byte size class an idle connection's memory was measured at", c.name, c.size, c.max)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (c *CallbackConn) tryLend(p []byte) bool {
 	o.taken = true
 	l.lentBufs += int(o.n)
 	l.stats.lentBufs.Add(uint64(o.n))
-	c.outq.lend(p, o.first, o.n)
+	c.outq.lend(l, p, o.first, o.n)
 	return true
 }
 

@@ -67,6 +67,9 @@ type loop struct {
 	serving     []*listener
 
 	chunks chunkPool // output queue chunks (outq.go)
+	sends  []*cbSend // free sends of callback conns (op_cb.go)
+	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
+	chunkArrs [][]outChunk
 	// buffer lending (lend.go): the run on offer to OnData's Writes, the
 	// buffers lent now and the most that may be (0: lending off)
 	lend              lendable

@@ -35,6 +35,10 @@ type netFD struct {
 
 	net    string
 	family int
+	// closed is closed once fd is closed (finalClose), for a Close or
+	// the runtime's Close to wait on; nil for an accepted callback conn's
+	// fd, which its loop closes and nothing waits on (so an idle one
+	// costs less memory).
 	closed chan struct{}
 
 	ops         []*op // loop-owned: ops of this fd in flight
@@ -49,13 +53,13 @@ type netFD struct {
 	// listener checked once at Listen), so shutClose need not ask with
 	// two getsockopt(2) per Close. False: it asks.
 	plainTCP bool
+	dialed   bool // from Dial: counted as a connection
+	cb       bool // a callback conn: its loop closes it
 
 	addrMu       sync.Mutex
 	local, remot net.Addr
 	unlinkPath   string // unix listener: socket file to remove at close
 	ln           *listener
-	dialed       bool // from Dial: counted as a connection
-	cb           bool // a callback conn: its loop closes it
 }
 
 // connIO is the per-direction state a goroutine-driven fd needs; what a
@@ -88,6 +92,7 @@ type connIO struct {
 // newNetFD wraps fd for a net.Conn or listener.
 func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	n := newBareNetFD(rt, l, fd, family, network)
+	n.closed = make(chan struct{})
 	n.connIO = new(connIO)
 	n.rd.init()
 	n.wr.init()
@@ -104,9 +109,10 @@ func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 	return n
 }
 
-// newBareNetFD wraps fd for a callback conn: no connIO.
+// newBareNetFD wraps fd for an accepted callback conn: no connIO, no
+// closed channel.
 func newBareNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
-	return &netFD{fd: fd, l: l, rt: rt, net: network, family: family, closed: make(chan struct{})}
+	return &netFD{fd: fd, l: l, rt: rt, net: network, family: family}
 }
 
 // start arms the multishot POLLIN readers park on, for the socket's life:

@@ -55,6 +55,7 @@ type op struct {
 	slot     uint32
 	fd       int
 	events   uint32
+	tid      int32 // opPollIn, multishot opCBRecv: the thread that submitted it (loops that park in Go's netpoller)
 	buf      []byte
 	res      int32
 	flags    uint32
@@ -65,7 +66,6 @@ type op struct {
 	done     chan struct{}
 	expired  *atomic.Bool     // deadline passed: complete with ECANCELED instead of arming
 	ts       netpoll.Timespec // opTimer's timespec
-	tid      int32            // opPollIn, multishot opCBRecv: the thread that submitted it (loops that park in Go's netpoller)
 }
 
 func (o *op) bufPtr() unsafe.Pointer {

@@ -62,7 +62,7 @@ func (ln *listener) onAccept(l *loop, o *op) {
 		ln.backoff = 0
 		c, ok := ln.newConn(int(o.res), nil, true)
 		if ok {
-			cc := newCallbackConn(c.fd, ln.h, ln)
+			cc := newCallbackConn(c.fd, ln.h)
 			c.fd.l.post(request{kind: reqRegisterCB, cc: cc})
 		}
 	} else if errno := ioErrno(o.res); errno != syscall.ECANCELED {

@@ -52,48 +52,111 @@ func (l *loop) prepCBRecv(sqe *netpoll.SQE, o *op) {
 	}
 }
 
+// cbSend is a callback conn's send: its op and, for a sendmsg, the
+// iovecs and msghdr the kernel reads until the CQE. A conn takes one from
+// its loop when it arms a send and gives it back when the send's CQE
+// leaves nothing to resend (or at its close), so an idle connection holds
+// none.
+type cbSend struct {
+	op  op
+	iov []unix.Iovec
+	msg unix.Msghdr
+}
+
+// maxFreeSends bounds the cbSends a loop keeps for reuse.
+const maxFreeSends = 256
+
+// sending reports whether c has a send in flight (loop only).
+func (c *CallbackConn) sending() bool { return c.snd != nil && c.snd.op.armed }
+
+// takeSend returns c's cbSend, taking one from the loop's free list (or a
+// new one) when c has none (loop only).
+func (c *CallbackConn) takeSend() *cbSend {
+	if s := c.snd; s != nil {
+		return s
+	}
+	l := c.l
+	var s *cbSend
+	if n := len(l.sends); n > 0 {
+		s = l.sends[n-1]
+		l.sends[n-1] = nil
+		l.sends = l.sends[:n-1]
+	} else {
+		s = new(cbSend)
+	}
+	s.op = op{kind: opCBSend, fd: c.fd.fd, cc: c}
+	if c.slot >= 0 {
+		s.op.fd, s.op.sqeFlags = int(c.slot), netpoll.SQEFixedFile
+	}
+	c.snd = s
+	return s
+}
+
+// putSend gives c's cbSend back to the loop unless its send is in flight
+// (loop only).
+func (c *CallbackConn) putSend() {
+	s := c.snd
+	if s == nil || s.op.armed {
+		return
+	}
+	c.snd = nil
+	s.op = op{}
+	if l := c.l; len(l.sends) < maxFreeSends {
+		l.sends = append(l.sends, s)
+	}
+}
+
+// cancelSend cancels c's send in flight, if any (loop only).
+func (c *CallbackConn) cancelSend() {
+	if c.snd != nil {
+		c.l.cancelOp(&c.snd.op)
+	}
+}
+
 // prepCBSend preps the send of the conn's submitted output: a send of one
 // chunk, or a sendmsg of several (prepSend).
 func prepCBSend(sqe *netpoll.SQE, o *op) {
 	if o.cc != nil && o.cc.sendsMsg() {
-		sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.sendMsg), unix.MSG_NOSIGNAL)
+		sqe.PrepSendmsg(o.fd, unsafe.Pointer(&o.cc.snd.msg), unix.MSG_NOSIGNAL)
 		return
 	}
 	sqe.PrepSend(o.fd, o.buf, unix.MSG_NOSIGNAL)
 }
 
-// prepSend points sendOp at the queued output: a send of the head chunk
-// when it is all that is queued, else a sendmsg of every queued chunk (up
-// to maxSendIov), so a connection's output leaves in one SQE per loop
-// iteration however many chunks it fills.
+// prepSend points c's send (takeSend) at the queued output: a send of the
+// head chunk when it is all that is queued, else a sendmsg of every queued
+// chunk (up to maxSendIov), so a connection's output leaves in one SQE per
+// loop iteration however many chunks it fills.
 func (c *CallbackConn) prepSend() {
+	s := c.takeSend()
 	if len(c.outq.chunks) <= 1 {
-		c.sendOp.buf = c.outq.next()
-		c.sendMsg.Iovlen = 0
+		s.op.buf = c.outq.next()
+		s.msg.Iovlen = 0
 		return
 	}
-	c.sendIov, _ = c.outq.nextVec(c.sendIov)
-	c.sendOp.buf = nil
-	c.sendMsg = unix.Msghdr{Iov: &c.sendIov[0]}
-	c.sendMsg.SetIovlen(len(c.sendIov))
+	s.iov, _ = c.outq.nextVec(s.iov)
+	s.op.buf = nil
+	s.msg = unix.Msghdr{Iov: &s.iov[0]}
+	s.msg.SetIovlen(len(s.iov))
 }
 
 // dropSendVec forgets the iovecs of the sendmsg whose CQE came, so they no
 // longer keep its chunks reachable after the pool dropped them.
 func (c *CallbackConn) dropSendVec() {
-	if c.sendMsg.Iovlen == 0 {
+	s := c.snd
+	if s == nil || s.msg.Iovlen == 0 {
 		return
 	}
-	clear(c.sendIov)
-	c.sendIov = c.sendIov[:0]
-	if cap(c.sendIov) > 8 {
-		c.sendIov = nil // a long queue's array goes too
+	clear(s.iov)
+	s.iov = s.iov[:0]
+	if cap(s.iov) > 8 {
+		s.iov = nil // a long queue's array goes too
 	}
-	c.sendMsg = unix.Msghdr{}
+	s.msg = unix.Msghdr{}
 }
 
-// sendsMsg reports whether sendOp is a sendmsg of c.sendMsg (prepSend).
-func (c *CallbackConn) sendsMsg() bool { return c.sendMsg.Iovlen > 0 }
+// sendsMsg reports whether c's send is a sendmsg of its msghdr (prepSend).
+func (c *CallbackConn) sendsMsg() bool { return c.snd != nil && c.snd.msg.Iovlen > 0 }
 
 // onRecv handles a recv CQE.
 func (c *CallbackConn) onRecv(o *op) {
@@ -125,7 +188,7 @@ func (c *CallbackConn) onRecv(o *op) {
 		case c.stream != nil:
 			data = c.stream[:res]
 		default:
-			data = c.ownBuf[:res]
+			data = o.buf[:res] // c's own buffer (no buffer ring)
 		}
 		l.stats.readBytes.Add(uint64(res))
 		c.active = true
@@ -313,11 +376,11 @@ func (l *loop) flushCB() {
 		l.dirty[i] = nil
 		c.dirty = false
 		c.queued.Store(int64(c.outq.n)) // OutboundBuffered, writes' caps off the loop
-		if c.sendOp.armed || c.outq.n == 0 {
+		if c.sending() || c.outq.n == 0 {
 			continue
 		}
 		c.prepSend()
-		l.arm(&c.sendOp)
+		l.arm(&c.snd.op)
 		c.sendSince = l.budget.flushes // budget.go: stalled
 		if c.tm != nil {
 			c.tm.lastWrite = monoNow() // callback_deadline.go
@@ -341,10 +404,11 @@ func (c *CallbackConn) onSend(o *op) {
 		l.stats.retriedEAGAIN.Add(1)
 		o.res = 0
 	}
-	if o.res < 0 {
+	if res := o.res; res < 0 {
 		c.outq.sent(l, 0)
-		if o.res != -int32(syscall.ECANCELED) {
-			c.fail(c.fd.opError("write", sysError("write", ioErrno(o.res))))
+		c.putSend() // (o is free now)
+		if res != -int32(syscall.ECANCELED) {
+			c.fail(c.fd.opError("write", sysError("write", ioErrno(res))))
 		}
 		if c.failed() {
 			c.outq.release(l) // nothing more will be sent
@@ -369,6 +433,7 @@ func (c *CallbackConn) onSend(o *op) {
 		l.arm(o)
 		return
 	}
+	c.putSend()
 	if c.failed() {
 		c.outq.release(l)
 	} else if c.outq.n > 0 && !c.dirty {
@@ -377,7 +442,7 @@ func (c *CallbackConn) onSend(o *op) {
 	}
 	c.queued.Store(int64(c.outq.n))
 	c.maybeResume()
-	if c.drainer != nil {
+	if c.hasDrainer {
 		c.checkDrain() // callback_drain.go
 	}
 	c.maybeFinalize()

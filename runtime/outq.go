@@ -125,7 +125,7 @@ func (q *outQueue) write(l *loop, p []byte) {
 			}
 		}
 		c := l.chunks.get(chunkClass(max(len(p), (q.n-len(p))/2)))
-		q.chunks = append(q.chunks, outChunk{b: c})
+		q.push(l, outChunk{b: c})
 		q.held += cap(c)
 		l.budgetAdd(cap(c))
 	}
@@ -134,9 +134,9 @@ func (q *outQueue) write(l *loop, p []byte) {
 // lend queues p, which lies in provided buffers first..first+n-1 of l's
 // buffer ring, without copying it: the buffers stay out of the ring until
 // the chunk is sent or dropped (l.returnLent).
-func (q *outQueue) lend(p []byte, first, n uint16) {
+func (q *outQueue) lend(l *loop, p []byte, first, n uint16) {
 	q.n += len(p)
-	q.chunks = append(q.chunks, outChunk{b: p[:len(p):len(p)], first: first, lent: n})
+	q.push(l, outChunk{b: p[:len(p):len(p)], first: first, lent: n})
 }
 
 // lendStream queues p, which lies in the stream-mode recv buffer sbuf,
@@ -145,9 +145,37 @@ func (q *outQueue) lend(p []byte, first, n uint16) {
 // chunk's does.
 func (q *outQueue) lendStream(l *loop, p, sbuf []byte) {
 	q.n += len(p)
-	q.chunks = append(q.chunks, outChunk{b: p[:len(p):len(p)], sbuf: sbuf})
+	q.push(l, outChunk{b: p[:len(p):len(p)], sbuf: sbuf})
 	q.held += cap(sbuf)
 	l.budgetAdd(cap(sbuf))
+}
+
+// push appends ch to the chunk list; an empty queue takes its list's array
+// from l's free ones (dropArray), so an idle connection holds none.
+func (q *outQueue) push(l *loop, ch outChunk) {
+	if q.chunks == nil {
+		if n := len(l.chunkArrs); n > 0 {
+			q.chunks = l.chunkArrs[n-1]
+			l.chunkArrs[n-1] = nil
+			l.chunkArrs = l.chunkArrs[:n-1]
+		}
+	}
+	q.chunks = append(q.chunks, ch)
+}
+
+// maxChunkArrs bounds the free chunk-list arrays a loop keeps; outSmallArr
+// is the largest kept (a longer list's array goes to the GC).
+const (
+	maxChunkArrs = 256
+	outSmallArr  = 2
+)
+
+// dropArray gives the emptied chunk list's array back to l (loop only).
+func (q *outQueue) dropArray(l *loop) {
+	if c := cap(q.chunks); c > 0 && c <= outSmallArr && len(l.chunkArrs) < maxChunkArrs {
+		l.chunkArrs = append(l.chunkArrs, q.chunks[:0])
+	}
+	q.chunks = nil
 }
 
 // next returns the bytes to submit in the next send (the unsent part of
@@ -230,8 +258,8 @@ func (q *outQueue) popHead(l *loop) {
 	q.chunks = q.chunks[:k]
 	q.head = 0
 	q.drop(l, c)
-	if k == 0 && cap(q.chunks) > 2 {
-		q.chunks = nil // a queue that was long: its header array goes too
+	if k == 0 {
+		q.dropArray(l) // an idle queue holds no array
 	}
 }
 
@@ -277,9 +305,7 @@ func (q *outQueue) discard(l *loop, sendArmed bool) {
 		return
 	}
 	q.head, q.n, q.inflight = 0, 0, 0
-	if cap(q.chunks) > 2 {
-		q.chunks = nil
-	}
+	q.dropArray(l)
 }
 
 // release returns every chunk (no send in flight).

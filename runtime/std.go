@@ -164,11 +164,10 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 	rt.runStdCallback(cc)
 }
 
-// stdInit makes a BackendStd connection's channels (before any of its
+// stdInit makes a BackendStd connection's state and channels (before any of its
 // methods may be called).
 func (c *CallbackConn) stdInit() {
-	c.stdClosed = make(chan struct{})
-	c.stdResume = make(chan struct{}, 1)
+	c.sx = &stdCB{closed: make(chan struct{}), resume: make(chan struct{}, 1)}
 }
 
 // runStdCallback reads cc's connection in this goroutine and calls its
@@ -176,10 +175,10 @@ func (c *CallbackConn) stdInit() {
 func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 	c, h := cc.std, cc.h
 	sc, _ := c.(*stdConn)
-	if cc.stdClosed == nil {
+	if cc.sx == nil {
 		cc.stdInit()
 	}
-	cc.stdMaxIn = rt.cfg.MaxWriteBuffer
+	cc.sx.maxIn = rt.cfg.MaxWriteBuffer
 	cc.frame.pool = &rt.kept
 	var closeErr error
 	defer func() {
@@ -191,8 +190,8 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		if err := cc.stdTimedOut(); err != nil {
 			closeErr = err
 		}
-		if cc.stdErr != nil {
-			closeErr = cc.stdErr
+		if cc.sx.err != nil {
+			closeErr = cc.sx.err
 		}
 		h.OnClose(cc, closeErr)
 	}()
@@ -248,7 +247,7 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 						gone = sc.done
 					}
 					select {
-					case <-cc.stdClosed:
+					case <-cc.sx.closed:
 					case <-gone:
 					}
 					closeErr = nil

@@ -116,26 +116,26 @@ func (sc *stdConn) readExpired() (end bool, err error) {
 }
 
 // stdWrite is Write under BackendStd: it writes all of p to the net.Conn
-// (writers take turns on stdMu), under the write timeout if one is set.
+// (writers take turns on sx.mu), under the write timeout if one is set.
 func (c *CallbackConn) stdWrite(p []byte) (int, error) {
 	sc, ok := c.std.(*stdConn)
 	if !ok {
-		c.stdMu.Lock()
-		defer c.stdMu.Unlock()
+		c.sx.mu.Lock()
+		defer c.sx.mu.Unlock()
 		return c.std.Write(p)
 	}
 	n, err := c.stdWriteTimed(sc, p)
 	if err == ErrWriteTimeout {
-		c.stdTimeout(sc, err) // not under stdMu, which the close takes
+		c.stdTimeout(sc, err) // not under sx.mu, which the close takes
 		err = net.ErrClosed
 	}
 	return n, err
 }
 
-// stdWriteTimed writes p under stdMu; ErrWriteTimeout: it stalled.
+// stdWriteTimed writes p under sx.mu; ErrWriteTimeout: it stalled.
 func (c *CallbackConn) stdWriteTimed(sc *stdConn, p []byte) (int, error) {
-	c.stdMu.Lock()
-	defer c.stdMu.Unlock()
+	c.sx.mu.Lock()
+	defer c.sx.mu.Unlock()
 	s := &sc.to
 	if to := s.writeTO.Load(); to > 0 {
 		// Nothing of ours is pending (writers take turns): the stall,
