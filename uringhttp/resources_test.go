@@ -150,6 +150,17 @@ func TestUringhttpHelperServer(t *testing.T) {
 				f.Close()
 			}
 			fmt.Println("ok")
+		case "memstats":
+			// Where the RSS is: the Go heap (in use, and what its objects
+			// fill of it), stacks, span and GC metadata, and the process's
+			// anonymous and file-backed resident memory.
+			runtime.GC()
+			debug.FreeOSMemory()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Printf("heapinuse=%d heapalloc=%d stack=%d mspan=%d gcsys=%d othersys=%d anon=%d file=%d\n",
+				ms.HeapInuse, ms.HeapAlloc, ms.StackInuse, ms.MSpanInuse, ms.GCSys, ms.OtherSys,
+				smapsRollup("Anonymous:"), smapsRollup("Rss:")-smapsRollup("Anonymous:"))
 		case "resethwm":
 			os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 			fmt.Println("ok")
@@ -161,6 +172,19 @@ func TestUringhttpHelperServer(t *testing.T) {
 // procStatus returns a "kB" field of /proc/self/status in bytes.
 func procStatus(field string) int64 {
 	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field) {
+			f := strings.Fields(line)
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n << 10
+		}
+	}
+	return -1
+}
+
+// smapsRollup returns a "kB" field of /proc/self/smaps_rollup in bytes.
+func smapsRollup(field string) int64 {
+	b, _ := os.ReadFile("/proc/self/smaps_rollup")
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
@@ -223,6 +247,32 @@ func (h *helperServer) stats(t *testing.T) serverStats {
 		t.Fatalf("stats %q: %v", line, err)
 	}
 	return s
+}
+
+// memStats returns the server's "memstats" line: name=bytes fields.
+func (h *helperServer) memStats(t *testing.T) map[string]int64 {
+	t.Helper()
+	fmt.Fprintln(h.in, "memstats")
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, f := range strings.Fields(line) {
+		k, v, _ := strings.Cut(f, "=")
+		m[k], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return m
+}
+
+// memDelta formats the growth of each memstats field from a to b, per
+// connection (n).
+func memDelta(a, b map[string]int64, n int) string {
+	var s []string
+	for _, k := range []string{"heapinuse", "heapalloc", "stack", "mspan", "gcsys", "othersys", "anon", "file"} {
+		s = append(s, fmt.Sprintf("%s %.0f", k, float64(b[k]-a[k])/float64(n)))
+	}
+	return strings.Join(s, ", ")
 }
 
 func (h *helperServer) resetHWM(t *testing.T) {
@@ -346,12 +396,14 @@ func TestIdleConns15kRSS(t *testing.T) {
 	srv := startHelperServer(t, "uring")
 	dialMany(t, srv.addr, 50, oneRequest) // warm up
 	before := srv.stats(t)
+	memBefore := srv.memStats(t)
 	dialMany(t, srv.addr, n, oneRequest)
 	var after serverStats
 	relWait(10*time.Second, func() bool { after = srv.stats(t); return after.goroutines-before.goroutines <= 20 })
 	per := float64(after.rss-before.rss) / float64(n)
 	t.Logf("%d idle connections: server RSS %d -> %d (%.0f bytes each), heap %d -> %d, goroutines %d -> %d",
 		n, before.rss, after.rss, per, before.heap, after.heap, before.goroutines, after.goroutines)
+	t.Logf("bytes per connection: %s", memDelta(memBefore, srv.memStats(t), n))
 	if os.Getenv("URINGHTTP_HEAPPROFILE") != "" {
 		fmt.Fprintln(srv.in, "heapprofile")
 		srv.out.ReadString('\n')

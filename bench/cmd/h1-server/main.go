@@ -9,8 +9,9 @@
 //	nbhttp         github.com/lesismal/nbio's nbhttp (net/http handlers on an event loop)
 //
 // On SIGUSR1 it collects garbage, returns freed memory to the OS and
-// prints "stats rss=BYTES goroutines=N" on stderr (the script reads the
-// RSS of idle connections this way). It exits 0 on SIGINT or SIGTERM.
+// prints "stats rss=BYTES goroutines=N" and the Go runtime's memory
+// (heapinuse= heapalloc= stack= mspan= gcsys= othersys=, bytes) on stderr
+// (the script reads the RSS of idle connections this way). It exits 0 on SIGINT or SIGTERM.
 //
 //	h1-server -server uringhttp -addr 127.0.0.1:17630 -size 13 [-loops 1]
 package main
@@ -147,7 +148,10 @@ func statsOnUSR1() {
 	for range ch {
 		runtime.GC()
 		debug.FreeOSMemory()
-		fmt.Fprintf(os.Stderr, "stats rss=%d goroutines=%d\n", vmRSS(), runtime.NumGoroutine())
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(os.Stderr, "stats rss=%d goroutines=%d heapinuse=%d heapalloc=%d stack=%d mspan=%d gcsys=%d othersys=%d\n",
+			vmRSS(), runtime.NumGoroutine(), ms.HeapInuse, ms.HeapAlloc, ms.StackInuse, ms.MSpanInuse, ms.GCSys, ms.OtherSys)
 	}
 }
 
