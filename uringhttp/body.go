@@ -100,7 +100,7 @@ func (b *body) readLocked(p []byte, user bool) (int, error) {
 			}
 			return n, err
 		}
-		if h.rexp.Load() {
+		if h.dlIs(dlRexp) {
 			b.err = errBodyTimeout
 			return 0, b.err
 		}

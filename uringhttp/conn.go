@@ -36,10 +36,7 @@ type hconn struct {
 	killed bool          // Server.Close closed it: writes fail at once
 	paused bool          // reading paused for backpressure
 	post   bool          // the last request was a POST (leading CRLF tolerance)
-	wexp   atomic.Bool   // WriteTimeout passed: writes fail
-	rexp   atomic.Bool   // ReadTimeout passed: body reads fail
-	wown   atomic.Bool   // the handler set a write deadline: WriteTimeout no longer applies to its request
-	rown   atomic.Bool   // the handler set a read deadline: ReadTimeout no longer applies to its request
+	dl     atomic.Uint32 // deadline flags (dlWexp...), one word so that an idle connection stays in its size class
 	shut   atomic.Bool   // closing for Shutdown/Close
 	kept   int32         // bytes of a partial head the runtime keeps for the next OnData
 	phase  atomic.Int32  // for the timeout sweep
@@ -56,6 +53,26 @@ type hconn struct {
 	out   []byte      // response bytes not yet handed to the connection (serving goroutine only)
 	w     *response   // the response being written (serving goroutine only)
 	werr  error       // a write failed (serving goroutine only)
+}
+
+// deadline flags of a connection (hconn.dl)
+const (
+	dlWexp uint32 = 1 << iota // WriteTimeout (or the handler's write deadline) passed: writes fail
+	dlRexp                    // ReadTimeout (or the handler's read deadline) passed: body reads fail
+	dlWown                    // the handler set a write deadline: WriteTimeout no longer applies to its request
+	dlRown                    // the handler set a read deadline: ReadTimeout no longer applies to its request
+)
+
+// dlIs reports whether deadline flag f is set (any goroutine).
+func (h *hconn) dlIs(f uint32) bool { return h.dl.Load()&f != 0 }
+
+// dlSet sets or clears the deadline flags f (any goroutine).
+func (h *hconn) dlSet(f uint32, on bool) {
+	if on {
+		h.dl.Or(f)
+	} else {
+		h.dl.And(^f)
+	}
 }
 
 // phases of a connection, for the timeout sweep
@@ -454,8 +471,7 @@ func (h *hconn) serve(w *response) {
 			h.setPhase(phaseIdle)
 		}
 		h.busy = false
-		h.wexp.Store(false)
-		h.rexp.Store(false)
+		h.dlSet(dlWexp|dlRexp, false)
 		h.releaseIn()
 		if h.paused {
 			h.paused = false
@@ -498,8 +514,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 			h.setDeadline(time.Time{}, true)
 		}
 		if !w.hijacked {
-			h.rown.Store(false)
-			h.wown.Store(false)
+			h.dlSet(dlRown|dlWown, false)
 		}
 	}()
 	var b *body
@@ -683,7 +698,7 @@ func (h *hconn) send(p []byte) error {
 		return h.werr
 	}
 	for {
-		if h.wexp.Load() {
+		if h.dlIs(dlWexp) {
 			h.werr = errWriteTimeout
 			return h.werr
 		}
@@ -702,7 +717,7 @@ func (h *hconn) send(p []byte) error {
 			h.werr = net.ErrClosed
 			return h.werr
 		}
-		if h.drains.Load() == d0 && !h.wexp.Load() {
+		if h.drains.Load() == d0 && !h.dlIs(dlWexp) {
 			h.waitLocked() // OnDrained, a close or the write deadline
 		}
 		h.mu.Unlock()

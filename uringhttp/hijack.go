@@ -55,7 +55,7 @@ func (hc *hijackConn) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if h.rexp.Load() {
+		if h.dlIs(dlRexp) {
 			return 0, &net.OpError{Op: "read", Net: "tcp", Addr: h.c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 		}
 		if h.closed {
@@ -114,13 +114,13 @@ func (hc *hijackConn) SetWriteDeadline(t time.Time) error { return hc.h.setDeadl
 // setDeadline arms the read or write deadline of the connection: past it,
 // body and hijacked reads (or writes) fail with a timeout.
 func (h *hconn) setDeadline(t time.Time, write bool) error {
-	flag, own := &h.rexp, &h.rown
+	flag, own := dlRexp, dlRown
 	if write {
-		flag, own = &h.wexp, &h.wown
+		flag, own = dlWexp, dlWown
 	}
 	// As on net/http's connection, the handler's deadline replaces the
 	// server's ReadTimeout or WriteTimeout for this request.
-	own.Store(true)
+	h.dlSet(own, true)
 	hc := h.hijackConn()
 	tp := &hc.rdTimer
 	if write {
@@ -132,18 +132,18 @@ func (h *hconn) setDeadline(t time.Time, write bool) error {
 		(*tp).Stop()
 		*tp = nil
 	}
-	flag.Store(false)
+	h.dlSet(flag, false)
 	if t.IsZero() {
 		return nil
 	}
 	d := time.Until(t)
 	if d <= 0 {
-		flag.Store(true)
+		h.dlSet(flag, true)
 		h.wakeAll()
 		return nil
 	}
 	*tp = time.AfterFunc(d, func() {
-		flag.Store(true)
+		h.dlSet(flag, true)
 		h.mu.Lock()
 		h.wakeAll()
 		h.mu.Unlock()

@@ -428,14 +428,14 @@ func (s *Server) check(h *hconn, now int64) {
 		}
 	case phaseActive:
 		at := now - h.reqAt.Load()
-		if s.ReadTimeout > 0 && at > int64(s.ReadTimeout) && !h.rexp.Load() && !h.rown.Load() {
-			h.rexp.Store(true)
+		if s.ReadTimeout > 0 && at > int64(s.ReadTimeout) && !h.dlIs(dlRexp|dlRown) {
+			h.dlSet(dlRexp, true)
 			h.mu.Lock()
 			h.wakeAll()
 			h.mu.Unlock()
 		}
-		if s.WriteTimeout > 0 && at > int64(s.WriteTimeout) && !h.wexp.Load() && !h.wown.Load() {
-			h.wexp.Store(true)
+		if s.WriteTimeout > 0 && at > int64(s.WriteTimeout) && !h.dlIs(dlWexp|dlWown) {
+			h.dlSet(dlWexp, true)
 			h.mu.Lock()
 			h.wakeAll()
 			h.mu.Unlock()
