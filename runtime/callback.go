@@ -89,6 +89,9 @@ type CallbackConn struct {
 	// pendingWrites counts AsyncWrites posted and not yet taken by the
 	// loop: the fd is not closed while some are on their way.
 	pendingWrites atomic.Int32
+	// dsend: who owns the socket's send side, the loop or a writer's
+	// direct send (callback_direct.go).
+	dsend atomic.Int32
 
 	// std backend: the net.Conn, and the rest of its state (std.go)
 	std net.Conn
@@ -253,6 +256,7 @@ func (c *CallbackConn) maybeFinalize() {
 		return
 	}
 	l := c.l
+	c.directWait() // callback_direct.go: no writer's send(2) on the fd it closes
 	c.finalized = true
 	c.outq.release(l) // no send in flight: every chunk goes back
 	c.putSend()

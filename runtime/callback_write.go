@@ -189,6 +189,9 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	if !c.reserve(n, false) {
 		return 0, ErrWriteBufferFull
 	}
+	if c.sendDirect(p) { // callback_direct.go
+		return len(p), nil
+	}
 	data := append([]byte(nil), p...)
 	l.mu.Lock()
 	if c.wrClosed.Load() || l.exited {

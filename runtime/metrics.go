@@ -27,6 +27,7 @@ type loopStats struct {
 	readInline, readPolled     atomic.Uint64
 	writeInline, writePolled   atomic.Uint64
 	acceptPollArmed            atomic.Uint64
+	directSent, directRest     atomic.Uint64 // callback_direct.go: whole, and with a rest posted
 	inflight                   atomic.Int64
 	blockingWait               durHist
 	_                          [64]byte

@@ -376,7 +376,8 @@ func (l *loop) flushCB() {
 		l.dirty[i] = nil
 		c.dirty = false
 		c.queued.Store(int64(c.outq.n)) // OutboundBuffered, writes' caps off the loop
-		if c.sending() || c.outq.n == 0 {
+		if c.sending() || c.outq.n == 0 || c.directWait() == dsRest {
+			// (callback_direct.go: a writer's rest comes first)
 			continue
 		}
 		c.prepSend()

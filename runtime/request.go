@@ -11,6 +11,7 @@ const (
 	reqCloseFD                       // cancel every op on nfd, close its fd when they are done
 	reqRegisterCB                    // take a callback conn into the loop
 	reqCBWrite                       // queue bytes on a callback conn (from off the loop)
+	reqCBFront                       // queue a direct send's rest in front (callback_direct.go)
 	reqCBClose                       // close a callback conn (from off the loop)
 	reqServe                         // start accepting for Serve
 	reqStopServe                     // stop accepting for Serve
@@ -76,6 +77,9 @@ func handleDead(r *request) {
 		r.cc.fd.finalClose()
 	case reqCBWrite:
 		r.cc.pendingWrites.Add(-1)
+	case reqCBFront:
+		r.cc.dsend.Store(dsFree)
+		r.cc.pendingWrites.Add(-1)
 	case reqCloseFD:
 		r.nfd.finalClose()
 	case reqArm:
@@ -127,6 +131,8 @@ func (l *loop) handle(r *request) {
 		l.registerCB(r.cc)
 	case reqCBWrite:
 		r.cc.queueAsync(r.data)
+	case reqCBFront:
+		r.cc.queueFront(r.data)
 	case reqCBClose:
 		r.cc.closeOnLoop(nil)
 	case reqServe:

@@ -35,6 +35,7 @@ type Runtime struct {
 	next       atomic.Uint32
 	connLoops  int  // net.Conns use the first connLoops loops (connLoopsFor)
 	goPoll     bool // net.Conn readers wait in Go's netpoller (gopoll.go)
+	direct     bool // callback writes off the loop may send directly (callback_direct.go)
 	metrics    bool
 	useBufRing bool
 	pool       sched.Pool
@@ -113,6 +114,7 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 			rt.backend = BackendUring
 			rt.connLoops = connLoopsFor(len(rt.loops), defaultLoops, runtime.GOMAXPROCS(0))
 			rt.goPoll = netpollReadinessFor(cfg, runtime.GOMAXPROCS(0)) && rt.pol.pollsForLife()
+			rt.direct = runtime.GOMAXPROCS(0) > 1
 		}
 	}
 	if rt.backend == BackendStd {
