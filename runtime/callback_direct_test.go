@@ -162,7 +162,12 @@ func TestCallbackDirectSendRestThenClose(t *testing.T) {
 	addr := serveCB(t, rt, HandlerFuncs{Open: func(c *CallbackConn) { opened <- c }}).Addr().String()
 	conn := dialStd(t, addr, 1)[0]
 	cc := <-opened
-	time.Sleep(50 * time.Millisecond) // the loop parks
+	for end := time.Now().Add(10 * time.Second); !cc.l.sleeping.Load(); {
+		if time.Now().After(end) {
+			t.Fatalf("the loop never parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	big := make([]byte, 4<<20)
 	for i := range big {
 		big[i] = byte(i % 251)
