@@ -1,7 +1,9 @@
 // Package uringhttp serves HTTP/1.1 to any http.Handler on the callback API
 // of a uringrt runtime: requests are read and parsed on the runtime's event
 // loops, handlers run on goroutines, responses leave through each
-// connection's output queue in batches.
+// connection's output queue in batches (or, with GOMAXPROCS > 1, straight
+// from the handler's goroutine when the connection's loop is parked and
+// has nothing of it queued: uringrt's AsyncWrite).
 //
 //	rt, _ := uringrt.New(uringrt.Config{})
 //	ln, _ := rt.Listen("tcp", ":8080")
