@@ -105,8 +105,8 @@ func (c *CallbackConn) WriteNoCopy(p []byte) (int, error) {
 // or being sent and its loop is parked (waiting for completions), with
 // GOMAXPROCS > 1, p is first tried with one nonblocking send(2) from the
 // caller's goroutine, and only what the socket did not take is copied and
-// posted, ahead of anything queued meanwhile: no wake-up of the loop, no
-// copy, the same order and caps. It returns len(p), nil; 0, net.ErrClosed once a
+// posted, ahead of anything queued meanwhile: no wake-up of the loop, the
+// same order and caps. It returns len(p), nil; 0, net.ErrClosed once a
 // Close or AsyncClose began (or the connection ended); 0,
 // ErrWriteBufferFull past the caps. Bytes it accepts are sent before the
 // connection closes, unless the connection fails first (a reset, a write
