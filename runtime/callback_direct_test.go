@@ -117,7 +117,7 @@ func TestCallbackDirectSendOrder(t *testing.T) {
 		if err != nil {
 			st := make(chan string, 1)
 			cc.l.post(request{kind: reqFunc, fn: func() {
-				st <- fmt.Sprintf("outq.n %d chunks %d head %d inflight %d armed %v dirty %v", cc.outq.n, len(cc.outq.chunks), cc.outq.head, cc.outq.inflight, cc.sendOp.armed, cc.dirty)
+				st <- fmt.Sprintf("outq.n %d chunks %d head %d inflight %d armed %v dirty %v", cc.outq.n, len(cc.outq.chunks), cc.outq.head, cc.outq.inflight, cc.sending(), cc.dirty)
 			}})
 			t.Fatalf("after %d records: %v; posted %d queued %d pending %d dsend %d; %s", done, err, cc.posted.Load(), cc.queued.Load(), cc.pendingWrites.Load(), cc.dsend.Load(), <-st)
 		}
