@@ -106,10 +106,12 @@ stop() {
   [ "$code" = 0 ] || bad "$1: exit code $code after SIGTERM, want 0"
 }
 
-# (a) the project's profile: io_uring.
+# (a) the project's profile: io_uring. -loop-readiness: net.Conn readers on
+# the loop's POLLIN, so the echo runs through the ring under the profile
+# (with two or more Ps they wait in Go's netpoller by default).
 a=$tag-uring
 say "(a) --security-opt seccomp=deploy/seccomp-io_uring.json"
-if start "$a" "$PORT_BASE" $((PORT_BASE + 1)) --security-opt seccomp=deploy/seccomp-io_uring.json -- -backend auto; then
+if start "$a" "$PORT_BASE" $((PORT_BASE + 1)) --security-opt seccomp=deploy/seccomp-io_uring.json -- -backend auto -loop-readiness; then
   drive "$a" "$PORT_BASE"
   m=$(curl -fsS -m 5 "http://127.0.0.1:$((PORT_BASE + 1))/metrics")
   grep -q '^uringrt_backend_info{backend="uring"' <<<"$m" || bad "$a: no uringrt_backend_info{backend=\"uring\"}"

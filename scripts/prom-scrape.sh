@@ -4,7 +4,7 @@
 #   scripts/prom-scrape.sh [ECHO_SERVER_BIN]
 #
 # Starts the echo-server (default bin/echo-server, built if absent) on
-# loopback with -metrics-addr, drives a little echo traffic, starts
+# loopback with -metrics-addr and -loop-readiness, drives a little echo traffic, starts
 # Prometheus with a 1 s scrape of job "uringrt", and polls Prometheus's HTTP
 # API (bounded) until up{job="uringrt"} == 1 and
 # sum(uringrt_cqes_reaped_total) > 0. Prints the values. Exit 0 only if both
@@ -173,7 +173,10 @@ for try in 1 2 3; do
 	free_port metrics_port
 	metrics_addr="127.0.0.1:$metrics_port"
 	log "starting $server_bin -addr 127.0.0.1:$server_port -metrics-addr $metrics_addr"
-	"$server_bin" -addr "127.0.0.1:$server_port" -metrics-addr "$metrics_addr" >"$tmp/echo-server.log" 2>&1 &
+	# -loop-readiness: with two or more Ps the net.Conn path's readers wait in
+	# Go's netpoller by default and a small echo never touches the ring, so
+	# the ring's counters would stay 0; the loop's POLLIN makes them count.
+	"$server_bin" -addr "127.0.0.1:$server_port" -metrics-addr "$metrics_addr" -loop-readiness >"$tmp/echo-server.log" 2>&1 &
 	server_pid=$!
 	if wait_listening 127.0.0.1 "$server_port" 10 "$server_pid" &&
 		wait_listening 127.0.0.1 "$metrics_port" 10 "$server_pid"; then
