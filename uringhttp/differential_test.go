@@ -952,6 +952,32 @@ func exchangeBoth(s *diffServers, c diffCase) (std, ur rawResult, err error) {
 	return std, ur, errors.Join(e1, e2)
 }
 
+// connServers tells which of the two servers a request came to, by the
+// client's address (its connState hook, note, records each new connection).
+type connServers struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (cs *connServers) note(uring bool, c net.Conn, st http.ConnState) {
+	if st != http.StateNew {
+		return
+	}
+	cs.mu.Lock()
+	if cs.m == nil {
+		cs.m = map[string]bool{}
+	}
+	cs.m[c.RemoteAddr().String()] = uring
+	cs.mu.Unlock()
+}
+
+// uring reports whether r was served by uringhttp.
+func (cs *connServers) uring(r *http.Request) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.m[r.RemoteAddr]
+}
+
 // diffOutcome is one case's exchange with both servers.
 type diffOutcome struct {
 	std, ur rawResult
@@ -1349,27 +1375,18 @@ func TestDifferentialContextCancel(t *testing.T) {
 		err   error
 	}
 	got := make(chan seen, 4)
-	var mu sync.Mutex
-	which := map[string]bool{} // the handler's server, by the client's address
+	var which connServers // the handler's server, by the client's address
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		select {
 		case <-r.Context().Done():
 		case <-time.After(3 * time.Second):
 		}
-		mu.Lock()
-		u := which[r.RemoteAddr]
-		mu.Unlock()
+		u := which.uring(r)
 		got <- seen{u, time.Since(start), r.Context().Err()}
 		io.WriteString(w, "done")
 	})
-	s := startDiffServersOpts(t, h, diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			mu.Lock()
-			which[c.RemoteAddr().String()] = uring
-			mu.Unlock()
-		}
-	}})
+	s := startDiffServersOpts(t, h, diffOpts{connState: which.note})
 	defer s.stop()
 	for _, how := range []string{"close", "close-write", "stay"} {
 		t.Run(how, func(t *testing.T) {
@@ -1459,12 +1476,9 @@ func TestDifferentialCloseUnblocksWriter(t *testing.T) {
 		err   error
 	}
 	got := make(chan ended, 2)
-	var mu sync.Mutex
-	which := map[string]bool{}
+	var which connServers // the handler's server, by the client's address
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		u := which[r.RemoteAddr]
-		mu.Unlock()
+		u := which.uring(r)
 		buf := make([]byte, 64<<10)
 		var n int64
 		var err error
@@ -1478,13 +1492,7 @@ func TestDifferentialCloseUnblocksWriter(t *testing.T) {
 		}
 		got <- ended{u, n, err}
 	})
-	s := startDiffServersOpts(t, h, diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			mu.Lock()
-			which[c.RemoteAddr().String()] = uring
-			mu.Unlock()
-		}
-	}})
+	s := startDiffServersOpts(t, h, diffOpts{connState: which.note})
 	defer s.stop()
 	for _, addr := range []string{s.std, s.uring} {
 		c, err := net.Dial("tcp", addr)

@@ -662,8 +662,7 @@ func TestRealHandlersSSE(t *testing.T) {
 		werr  error
 	}
 	ended := make(chan done, 2)
-	var mu sync.Mutex
-	which := map[string]bool{}
+	var which connServers // the handler's server, by the client's address
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
@@ -672,9 +671,7 @@ func TestRealHandlersSSE(t *testing.T) {
 		for i := 0; ; i++ {
 			select {
 			case <-r.Context().Done():
-				mu.Lock()
-				u := which[r.RemoteAddr]
-				mu.Unlock()
+				u := which.uring(r)
 				ended <- done{u, r.Context().Err(), werr}
 				return
 			case <-time.After(20 * time.Millisecond):
@@ -685,13 +682,7 @@ func TestRealHandlersSSE(t *testing.T) {
 			fl.Flush()
 		}
 	})
-	s := startDiffServersOpts(t, h, diffOpts{connState: func(uring bool, c net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			mu.Lock()
-			which[c.RemoteAddr().String()] = uring
-			mu.Unlock()
-		}
-	}})
+	s := startDiffServersOpts(t, h, diffOpts{connState: which.note})
 	defer s.stop()
 	var outs [2]string
 	for i, addr := range []string{s.std, s.uring} {
