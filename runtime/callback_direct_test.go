@@ -36,19 +36,7 @@ func TestCallbackDirectSendOrder(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: 4 << 20})
 	rt.direct = true // (off with GOMAXPROCS=1)
 	opened := make(chan *CallbackConn, 1)
-	addr := serveCB(t, rt, HandlerFuncs{
-		Open: func(c *CallbackConn) { opened <- c },
-		Data: func(c *CallbackConn, data []byte) {
-			for range bytes.Count(data, []byte{'\n'}) {
-				if _, err := c.Write([]byte("A")); err != nil {
-					t.Errorf("Write A: %v", err)
-				}
-				if _, err := c.Write([]byte("B\n")); err != nil {
-					t.Errorf("Write B: %v", err)
-				}
-			}
-		},
-	}).Addr().String()
+	addr := serveCB(t, rt, twoWriteReplies(t, false, opened)).Addr().String()
 	conn := dialStd(t, addr, 1)[0]
 	cc := <-opened
 

@@ -34,20 +34,7 @@ func testCallbackContiguous(t *testing.T, blocking bool, backend Backend) {
 	}
 	rt := newRT(t, Config{Loops: 1, Backend: backend})
 	opened := make(chan *CallbackConn, 1)
-	addr := serveCB(t, rt, HandlerFuncs{
-		Blocking: blocking,
-		Open:     func(c *CallbackConn) { opened <- c },
-		Data: func(c *CallbackConn, data []byte) {
-			for range bytes.Count(data, []byte{'\n'}) {
-				if _, err := c.Write([]byte("A")); err != nil {
-					t.Errorf("Write A: %v", err)
-				}
-				if _, err := c.Write([]byte("B\n")); err != nil {
-					t.Errorf("Write B: %v", err)
-				}
-			}
-		},
-	}).Addr().String()
+	addr := serveCB(t, rt, twoWriteReplies(t, blocking, opened)).Addr().String()
 	conn := dialStd(t, addr, 1)[0]
 	cc := <-opened
 
@@ -129,5 +116,24 @@ func testCallbackContiguous(t *testing.T, blocking bool, backend Backend) {
 	t.Logf("%d replies, %d lines of other writers accepted, %d split", got, others.Load(), split)
 	if split > 0 {
 		t.Fatalf("%d replies split by another writer's bytes", split)
+	}
+}
+
+// twoWriteReplies answers each input line with two writes, "A" and "B\n",
+// from the connection's callback, and hands each new connection to opened.
+func twoWriteReplies(t *testing.T, blocking bool, opened chan<- *CallbackConn) HandlerFuncs {
+	return HandlerFuncs{
+		Blocking: blocking,
+		Open:     func(c *CallbackConn) { opened <- c },
+		Data: func(c *CallbackConn, data []byte) {
+			for range bytes.Count(data, []byte{'\n'}) {
+				if _, err := c.Write([]byte("A")); err != nil {
+					t.Errorf("Write A: %v", err)
+				}
+				if _, err := c.Write([]byte("B\n")); err != nil {
+					t.Errorf("Write B: %v", err)
+				}
+			}
+		},
 	}
 }
