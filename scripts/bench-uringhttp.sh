@@ -9,6 +9,11 @@
 #   ROUNDS=5 DUR=10 scripts/bench-uringhttp.sh
 #   WORKLOADS="ka-13 close" SERVERS="uringhttp fasthttp" WRITE=0 scripts/bench-uringhttp.sh
 #   IDLE=0 scripts/bench-uringhttp.sh              # without the idle-connection RSS part
+#   BIN_old=/tmp/h1-server-main SERVERS="uringhttp uringhttp@old nethttp" scripts/bench-uringhttp.sh
+#
+# A server written NAME@LABEL is server NAME run from the binary $BIN_LABEL
+# (another build, to A/B it in the same alternating rounds) with the extra
+# flags $FLAGS_LABEL (e.g. FLAGS_one="-loops 1"); either may be unset.
 #
 # Workloads:
 #   ka-13     pinned: server on CPU 0 with GOMAXPROCS=1 (uringrt 1 loop,
@@ -61,9 +66,14 @@ NCPU=$(nproc)
 
 # start_server SERVER SIZE PINNED: starts it in the background (SPID).
 start_server() {
-	local srv=(taskset -c 0) gmp=1 loops=1
+	local srv=(taskset -c 0) gmp=1 loops=1 name=${1%%@*} bin=$OUT/bin/h1-server flags=()
 	if [[ $3 == 0 ]]; then srv=() gmp=$NCPU loops=0; fi
-	GOMAXPROCS=$gmp "${srv[@]}" "$OUT/bin/h1-server" -server "$1" -addr "127.0.0.1:$PORT" -size "$2" -loops $loops >>"$OUT/servers.log" 2>&1 &
+	if [[ $1 == *@* ]]; then
+		local b=BIN_${1#*@} f=FLAGS_${1#*@}
+		bin=${!b:-$bin}
+		read -r -a flags <<<"${!f:-}"
+	fi
+	GOMAXPROCS=$gmp "${srv[@]}" "$bin" -server "$name" -addr "127.0.0.1:$PORT" -size "$2" -loops $loops "${flags[@]}" >>"$OUT/servers.log" 2>&1 &
 	SPID=$!
 	wait_port
 }
@@ -168,6 +178,17 @@ fi
 # Summary: medians, and ratios against net/http on Go's net and fasthttp.
 SUM=$OUT/summary.md
 {
+	echo "| workload | round | server | req/s | vs net/http of the round | vs fasthttp of the round | vs the first server of the round |"
+	echo "|---|---|---|---|---|---|---|"
+	first=${SERVERS%% *}
+	awk -v first="$first" '{ delete v; for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		k = v["workload"] " " v["round"]; if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
+		rps[k, v["server"]] = v["rps"]; srv[k, ++m[k]] = v["server"] }
+		function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2fx", a / b) }
+		END { for (i = 1; i <= n; i++) { k = keys[i]; split(k, wr, " ")
+			for (j = 1; j <= m[k]; j++) { s = srv[k, j]
+				printf "| %s | %s | %s | %.0f | %s | %s | %s |\n", wr[1], wr[2], s, rps[k, s], ratio(rps[k, s], rps[k, "nethttp"]), ratio(rps[k, s], rps[k, "fasthttp"]), ratio(rps[k, s], rps[k, first]) } } }' "$RAW"
+	echo
 	echo "| workload | server | req/s | vs net/http | vs fasthttp | vs nbhttp | server CPU us/req | CPU/req vs net/http | p99 ms |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	for w in $WORKLOADS; do

@@ -45,7 +45,7 @@ func main() {
 	server := flag.String("server", "uringhttp", "uringhttp, nethttp, nethttp-uring, fasthttp or nbhttp")
 	addr := flag.String("addr", "127.0.0.1:17630", "listen `address`")
 	size := flag.Int("size", 13, "response body `bytes` (13: \"Hello, World!\")")
-	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = GOMAXPROCS)")
+	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = the default: uringhttp's runtime Loops 0, GOMAXPROCS for the others)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -80,7 +80,9 @@ func main() {
 	switch *server {
 	case "uringhttp":
 		var rt *uringrt.Runtime
-		rt, err = uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: n, MaxConns: 1 << 20})
+		// -loops 0 leaves Loops at its zero value: the runtime's
+		// default, as a user who sets nothing gets it.
+		rt, err = uringrt.New(uringrt.Config{Backend: uringrt.BackendUring, Loops: *loops, MaxConns: 1 << 20})
 		if err != nil {
 			break
 		}
