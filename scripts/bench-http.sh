@@ -9,6 +9,7 @@
 #   RATE=20000 WORKLOADS="http-ka h2" scripts/bench-http.sh  # a fixed offered load (h2load --rps)
 #   PIN=0 scripts/bench-http.sh                  # unpinned, the default GOMAXPROCS (as users run)
 #   BACKENDS="std uring std2" scripts/bench-http.sh  # std2: Go's net again, an A/A control
+#   ROTATE=1 scripts/bench-http.sh               # round r starts with the r-th backend (order effects spread)
 #   BACKENDS="std uring:/tmp/old/bin uring" scripts/bench-http.sh   # A/B: /tmp/old/bin
 #       holds http-server and resp-server built at another commit (a
 #       previous run's $OUT/bin will do)
@@ -53,6 +54,7 @@ GRPC_CALLERS=${GRPC_CALLERS:-64}
 PORT=${PORT:-17620}
 RATE=${RATE:-}
 PIN=${PIN:-1}
+ROTATE=${ROTATE:-0}
 if [[ $PIN == 1 ]]; then CLI=(taskset -c 1); SRV=(taskset -c 0); GMP=1; else CLI=(); SRV=(); GMP=$(nproc); fi
 OUT=${OUT:-/tmp/bench-http-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT/bin"
@@ -110,7 +112,13 @@ run_client() {
 
 for w in $WORKLOADS; do
 	for r in $(seq "$ROUNDS"); do
-		for b in $BACKENDS; do
+		order=($BACKENDS)
+		if [[ $ROTATE == 1 ]]; then
+			# round r starts at the r-th backend: no backend always runs first
+			k=$(((r - 1) % ${#order[@]}))
+			order=("${order[@]:k}" "${order[@]:0:k}")
+		fi
+		for b in "${order[@]}"; do
 			# b is a backend name, or NAME:DIR for the binaries built in
 			# DIR (another commit's, for an A/B of uringrt against itself)
 			bk=${b%%:*} bin=$OUT/bin
@@ -154,6 +162,24 @@ for w in $WORKLOADS; do
 		END { a = med(sr, ns); c2 = med(sc, ns); r = med(ur, nu); d = med(uc, nu)
 		  printf "| %s | %s | %.0f | %.1f | %.2fx | %.2fx |\n", w, b, r, d, (a ? r / a : 0), (c2 ? d / c2 : 0) }' "$RAW"
 	done
+done
+echo
+echo "per round, req/s and CPU/req against Go net (std) of the same round:"
+for w in $WORKLOADS; do
+	awk -v w="$w" -v bl="$BACKENDS" '
+	{ split($0, f, " "); delete v; for (i in f) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+	  if (v["workload"] != w) next
+	  rps[v["backend"], v["round"]] = v["rps"]; cpu[v["backend"], v["round"]] = v["srv_us_per_req"]
+	  if (v["round"] + 0 > nr) nr = v["round"] + 0 }
+	function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	END { nb = split(bl, b, " ")
+	  for (j = 1; j <= nb; j++) { if (b[j] == "std") continue
+	    line = sprintf("%s %s req/s:", w, b[j]); line2 = "  CPU/req:"
+	    for (r = 1; r <= nr; r++) { s = rps["std", r]; c = cpu["std", r]
+	      x[r] = s ? rps[b[j], r] / s : 0; y[r] = c ? cpu[b[j], r] / c : 0
+	      line = line sprintf(" %.2f", x[r]); line2 = line2 sprintf(" %.2f", y[r]) }
+	    printf "%s (median %.2f)%s (median %.2f)\n", line, med(x, nr), line2, med(y, nr) } }' "$RAW"
 done
 } | tee "$OUT/summary.md"
 echo "raw: $RAW" >&2
