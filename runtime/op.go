@@ -55,7 +55,7 @@ type op struct {
 	slot     uint32
 	fd       int
 	events   uint32
-	tid      int32 // opPollIn, multishot opCBRecv: the thread that submitted it (loops that park in Go's netpoller)
+	tid      int32 // opPollIn, multishot opCBRecv and opAcceptCB: the thread that submitted it (loops that park in Go's netpoller)
 	buf      []byte
 	res      int32
 	flags    uint32

@@ -17,9 +17,11 @@ import (
 // Config.DisableMultishot; accepted sockets are nonblocking, close-on-exec.
 func (l *loop) prepAccept(sqe *netpoll.SQE, o *op) {
 	if l.rt.cfg.DisableMultishot {
+		o.tid = 0 // a single-shot accept is armed again from the loop's thread each time
 		sqe.PrepAccept(o.fd, nil, nil, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 	} else {
 		sqe.PrepAcceptMultishot(o.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		o.tid = l.curTid() // op_poll.go: re-homed if the loop moves
 	}
 }
 
@@ -54,6 +56,14 @@ func (l *loop) stopServe(ln *listener) {
 
 // onAccept runs for each multishot accept CQE.
 func (ln *listener) onAccept(l *loop, o *op) {
+	if o.armed && ln.serving && o.tid != 0 && o.tid != l.curTid() {
+		// A multishot accept submitted while the loop ran on another
+		// thread (op_poll.go, rehome): each connection's completion
+		// would wake that idle thread, which then wakes the loop's. Its
+		// last CQE (ECANCELED) arms it again below, from here;
+		// connections that come meanwhile wait in the listen queue.
+		l.rehome(o)
+	}
 	if o.res >= 0 && !ln.serving {
 		// Accepted after Serve stopped (the multishot accept's cancel
 		// was on its way): nobody serves it.

@@ -53,10 +53,10 @@ func (l *loop) completePollOut(o *op) {
 	l.wakes = append(l.wakes, &o.nfd.wr)
 }
 
-// rehome ends a multishot POLLIN, or a callback connection's multishot
-// recv, that was submitted on another thread than the one the loop runs on
-// now, so that the reader's next EAGAIN (the recv's last CQE) arms it
-// again from here. On a COOP_TASKRUN ring (a loop parked in Go's
+// rehome ends a multishot POLLIN, a callback connection's multishot recv
+// or Serve's multishot accept, that was submitted on another thread than
+// the one the loop runs on now, so that the reader's next EAGAIN (the
+// recv's or accept's last CQE) arms it again from here. On a COOP_TASKRUN ring (a loop parked in Go's
 // netpoller, whose goroutine moves between threads when Go's scheduler
 // hands its P on) an op's completion task_work runs on the thread that
 // submitted it, and wakes that thread if it sleeps: with a thousand
@@ -66,7 +66,7 @@ func (l *loop) rehome(o *op) {
 	if !o.cancel {
 		l.rehomes++
 	}
-	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle, or re-arms a callback recv
+	l.cancelOp(o) // its last CQE (ECANCELED) marks the fd pollInIdle, or re-arms a callback recv or accept
 }
 
 // curTid returns the thread the loop runs on in this iteration, read once
