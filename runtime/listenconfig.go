@@ -41,6 +41,24 @@ type ListenConfig struct {
 	// one listener. A connection still queued on a socket when it closes is
 	// reset (the kernel does not move it to another socket of the group).
 	ReusePort bool
+	// DeferAccept, when positive, sets TCP_DEFER_ACCEPT on the listening
+	// TCP socket (Linux 2.6.32+; ignored for "unix"): the kernel completes
+	// the handshake but hands a connection to Accept or Serve only once its
+	// first bytes have arrived. For a protocol whose client speaks first
+	// (HTTP) the server is then woken once per connection, with the request
+	// already readable, instead of once for the connection and once for its
+	// request (on loopback both wake-ups are paid by the client's CPU). A client that connects and sends nothing sees its connect
+	// succeed at once, but the server gets the connection only after about
+	// DeferAccept, when the client answers a retransmitted SYN-ACK: the
+	// kernel counts the time in SYN-ACK retransmissions (1 s, then 2 s, 4 s
+	// ... apart), so it is rounded up to whole seconds and then to 1, 3, 7,
+	// 15, 31 ... s. Not for protocols whose server speaks first (SMTP, a
+	// database's greeting), whose clients would wait that long; past the
+	// kernel's SYN-ACK retries (net.ipv4.tcp_synack_retries, 5 by default:
+	// about a minute) a silent client's connection is dropped unseen.
+	// 0 leaves the kernel's default (off). Listen fails with a
+	// *net.OpError (Op "listen") if setsockopt(2) refuses it.
+	DeferAccept time.Duration
 
 	mptcp bool
 }
@@ -78,6 +96,28 @@ func (lc *ListenConfig) std(reuse bool) *net.ListenConfig {
 	nl.KeepAlive, nl.KeepAliveConfig = lc.KeepAlive, lc.KeepAliveConfig
 	nl.SetMultipathTCP(lc.mptcp)
 	ctrl := lc.Control
+	if secs := deferAcceptSecs(lc.DeferAccept); secs > 0 {
+		// Set before bind and listen(2), which keep it, and before the
+		// caller's Control, which may change it.
+		user := ctrl
+		ctrl = func(network, address string, c syscall.RawConn) error {
+			if network != "unix" {
+				var serr error
+				if err := c.Control(func(fd uintptr) {
+					serr = setsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, secs)
+				}); err != nil {
+					return err
+				}
+				if serr != nil {
+					return serr
+				}
+			}
+			if user != nil {
+				return user(network, address, c)
+			}
+			return nil
+		}
+	}
 	if reuse {
 		nl.Control = func(network, address string, c syscall.RawConn) error {
 			var serr error
@@ -98,6 +138,15 @@ func (lc *ListenConfig) std(reuse bool) *net.ListenConfig {
 		nl.Control = ctrl
 	}
 	return nl
+}
+
+// deferAcceptSecs is d rounded up to whole seconds (TCP_DEFER_ACCEPT's
+// unit), 0 for d <= 0.
+func deferAcceptSecs(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
 }
 
 func (lc *ListenConfig) opts(reuse bool) *listenOpts {

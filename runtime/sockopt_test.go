@@ -290,3 +290,109 @@ func noDelay(t *testing.T, c net.Conn) int {
 	rc.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY) })
 	return v
 }
+
+// TestListenDeferAccept: ListenConfig.DeferAccept sets TCP_DEFER_ACCEPT on
+// the listening socket, in whole seconds rounded up, with either backend
+// and on every socket of a ReusePort group: a client that connects and
+// says nothing is not accepted (its connect succeeds), and it is as soon as
+// its first bytes come, which are then readable. A unix listener ignores it.
+func TestListenDeferAccept(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		reuse bool
+	}{
+		{"uring", Config{Loops: 1}, false},
+		{"uring-reuseport", Config{Loops: 2}, true},
+		{"std", Config{Backend: BackendStd}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newRT(t, tc.cfg)
+			lc := &ListenConfig{Runtime: rt, DeferAccept: 1500 * time.Millisecond, ReusePort: tc.reuse}
+			ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if tc.reuse {
+				for i, sub := range ln.(*reuseListener).subs {
+					if v := deferAcceptOf(t, sub); v <= 0 {
+						t.Errorf("socket %d of the ReusePort group: TCP_DEFER_ACCEPT %d, want > 0", i, v)
+					}
+				}
+			} else if v := deferAcceptOf(t, ln); v < 2 {
+				// The kernel keeps retransmissions and reports them
+				// back as seconds: 2 s (1.5 rounded up) reads 3.
+				t.Errorf("TCP_DEFER_ACCEPT %d, want 2 s or more", v)
+			}
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					close(accepted)
+					return
+				}
+				accepted <- c
+			}()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			select {
+			case s := <-accepted:
+				s.Close()
+				t.Fatal("a connection that sent nothing was accepted")
+			case <-time.After(300 * time.Millisecond):
+			}
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			var s net.Conn
+			select {
+			case s = <-accepted:
+			case <-time.After(10 * time.Second):
+				t.Fatal("not accepted 10 s after its first byte")
+			}
+			if s == nil {
+				t.Fatal("Accept failed")
+			}
+			defer s.Close()
+			s.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b := make([]byte, 1)
+			if _, err := s.Read(b); err != nil || b[0] != 'x' {
+				t.Fatalf("first read: %q, %v", b, err)
+			}
+		})
+	}
+	t.Run("unix", func(t *testing.T) {
+		rt := newRT(t, Config{Loops: 1})
+		lc := &ListenConfig{Runtime: rt, DeferAccept: time.Second}
+		ln, err := lc.Listen(context.Background(), "unix", t.TempDir()+"/s")
+		if err != nil {
+			t.Fatalf("a unix listener with DeferAccept: %v", err)
+		}
+		ln.Close()
+	})
+}
+
+// deferAcceptOf reads TCP_DEFER_ACCEPT (seconds) of a listener.
+func deferAcceptOf(t *testing.T, ln net.Listener) int {
+	t.Helper()
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		t.Fatalf("%T is not a syscall.Conn", ln)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, gerr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
