@@ -111,9 +111,15 @@ func (s *Server) runtime() (*uringrt.Runtime, error) {
 }
 
 // ListenAndServe listens on s.Addr (":http" when empty) with s.Runtime and
-// serves. It returns http.ErrServerClosed after Shutdown or Close, the
-// error of listening, or uringrt.Default's when s.Runtime is nil and no
-// runtime can start.
+// serves. Its listener defers accepts (uringrt.ListenConfig.DeferAccept,
+// ListenDeferAccept): a connection reaches the server with its first
+// request bytes, so the server is woken once per connection instead of
+// twice (a `Connection: close` client pays for both wake-ups on
+// loopback). A client that connects and sends nothing is served, as
+// before, with ReadHeaderTimeout counted from when it is accepted: about
+// ListenDeferAccept after its connect. It returns http.ErrServerClosed
+// after Shutdown or Close, the error of listening, or uringrt.Default's
+// when s.Runtime is nil and no runtime can start.
 func (s *Server) ListenAndServe() error {
 	if s.shuttingDown() {
 		return http.ErrServerClosed
@@ -126,16 +132,27 @@ func (s *Server) ListenAndServe() error {
 	if err != nil {
 		return err
 	}
-	ln, err := rt.Listen("tcp", addr)
+	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: ListenDeferAccept}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
 	}
 	return s.Serve(ln)
 }
 
+// ListenDeferAccept is the uringrt.ListenConfig.DeferAccept of
+// ListenAndServe's listener: 1 s, the kernel's shortest (one SYN-ACK
+// retransmission). A client that connects and waits that long before it
+// sends reaches the server then.
+const ListenDeferAccept = time.Second
+
 // Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
 // default runtime, rt.Listen otherwise): connections are read on the
-// runtime's loops and requests handed to handlers on goroutines. It blocks
+// runtime's loops and requests handed to handlers on goroutines. ln is
+// the caller's and is used as it is (it may carry other protocols than
+// HTTP): Serve sets no socket option on it, so its accepts are deferred
+// as ListenAndServe's only if it was made so (a uringrt.ListenConfig
+// with DeferAccept: ListenDeferAccept). It blocks
 // until the listener is closed and returns http.ErrServerClosed after
 // Shutdown or Close, or the error that ended serving: at once for a
 // listener that is not s.Runtime's (a net.Listen listener: serve that with

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,70 @@ func TestDifferential(t *testing.T) {
 				t.Errorf("half-close %v %q:\n got %q\nwant %q", half, name, got, want)
 			}
 		}
+	}
+}
+
+// TestListenAndServeDefersAccept: ListenAndServe's listener defers accepts
+// (TCP_DEFER_ACCEPT): a client that connects and sends nothing does not
+// reach the server (no StateNew), and one that sends its request is
+// answered at once.
+func TestListenAndServeDefersAccept(t *testing.T) {
+	rt, err := uringrt.New(uringrt.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	lnc := make(chan net.Listener, 1)
+	var news atomic.Int32
+	s := &Server{
+		Addr:    "127.0.0.1:0",
+		Runtime: rt,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
+		BaseContext: func(ln net.Listener) context.Context {
+			lnc <- ln
+			return context.Background()
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				news.Add(1)
+			}
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe() }()
+	defer func() {
+		s.Close()
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("ListenAndServe returned %v", err)
+		}
+	}()
+	var addr string
+	select {
+	case ln := <-lnc:
+		addr = ln.Addr().String()
+	case err := <-done:
+		t.Fatalf("ListenAndServe: %v", err)
+	}
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(300 * time.Millisecond)
+	if n := news.Load(); n != 0 {
+		t.Fatalf("a client that sent nothing reached the server (StateNew %d times)", n)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(resp), "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(string(resp), "\r\n\r\nhi") {
+		t.Fatalf("answer %q, %v", resp, err)
 	}
 }
