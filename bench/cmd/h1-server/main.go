@@ -2,7 +2,7 @@
 // the same response (a 13-byte or a 4 KiB text body; /sleep answers it
 // after 1 s) from one of five servers, chosen by -server:
 //
-//	uringhttp      uringrt's HTTP/1.1 server on the callback API
+//	uringhttp      uringrt's HTTP/1.1 server on the callback API (ListenAndServe)
 //	nethttp        net/http on Go's net
 //	nethttp-uring  net/http on uringrt's listener (the net.Conn path)
 //	fasthttp       github.com/valyala/fasthttp
@@ -86,13 +86,10 @@ func main() {
 		if err != nil {
 			break
 		}
-		var ln net.Listener
-		if ln, err = rt.Listen("tcp", *addr); err != nil {
-			break
-		}
-		srv := &uringhttp.Server{Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second}
+		// ListenAndServe, as a user would: its listener defers accepts.
+		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second}
 		go func() { <-ctx.Done(); srv.Close() }()
-		err = srv.Serve(ln)
+		err = srv.ListenAndServe()
 		rt.Close()
 	case "nethttp", "nethttp-uring":
 		backend := "std"
