@@ -115,9 +115,9 @@ func (s *Server) runtime() (*uringrt.Runtime, error) {
 // ListenDeferAccept): a connection reaches the server with its first
 // request bytes, so the server is woken once per connection instead of
 // twice (a `Connection: close` client pays for both wake-ups on
-// loopback). A client that connects and sends nothing is served, as
-// before, with ReadHeaderTimeout counted from when it is accepted: about
-// ListenDeferAccept after its connect. It returns http.ErrServerClosed
+// loopback). A client that connects and sends nothing is treated as
+// before (ReadHeaderTimeout, counted from its accept), only it is accepted
+// about ListenDeferAccept after its connect. It returns http.ErrServerClosed
 // after Shutdown or Close, the error of listening, or uringrt.Default's
 // when s.Runtime is nil and no runtime can start.
 func (s *Server) ListenAndServe() error {
