@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -68,6 +70,9 @@ type loop struct {
 
 	chunks chunkPool // output queue chunks (outq.go)
 	sends  []*cbSend // free sends of callback conns (op_cb.go)
+	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
+	sendIov []unix.Iovec
+	sendMsg unix.Msghdr
 	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
 	chunkArrs [][]outChunk
 	// buffer lending (lend.go): the run on offer to OnData's Writes, the

@@ -28,6 +28,7 @@ type loopStats struct {
 	writeInline, writePolled   atomic.Uint64
 	acceptPollArmed            atomic.Uint64
 	directSent, directRest     atomic.Uint64 // callback_direct.go: whole, and with a rest posted
+	loopSent, loopRest         atomic.Uint64 // callback_loopsend.go: send(2)s from the loop that took something, and tries that left a rest for the ring
 	inflight                   atomic.Int64
 	blockingWait               durHist
 	_                          [64]byte

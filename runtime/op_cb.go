@@ -372,12 +372,19 @@ func (l *loop) flushCB() {
 	l.budget.flushes++
 	l.chunks.adapt(int(l.budget.held.Load())) // outq.go
 	l.budgetCheck()
-	for i, c := range l.dirty {
+	fromLoop := l.loopSendOK(len(l.dirty)) // callback_loopsend.go
+	// By index: a loop send's completion can run callbacks (OnDrained,
+	// OnClose) whose writes mark more connections dirty.
+	for i := 0; i < len(l.dirty); i++ {
+		c := l.dirty[i]
 		l.dirty[i] = nil
 		c.dirty = false
 		c.queued.Store(int64(c.outq.n)) // OutboundBuffered, writes' caps off the loop
 		if c.sending() || c.outq.n == 0 || c.directWait() == dsRest {
 			// (callback_direct.go: a writer's rest comes first)
+			continue
+		}
+		if fromLoop && c.sendFromLoop() {
 			continue
 		}
 		c.prepSend()
