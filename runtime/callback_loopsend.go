@@ -43,8 +43,9 @@ func (l *loop) loopSendOK(n int) bool {
 // onSend does for a ring send's CQE. It reports true when nothing is left
 // to send; false when c's peer was not keeping up (the last send was
 // short: its socket is likely still full), the socket did not take all of
-// it (EAGAIN, or a short send) or it failed: the caller then arms a ring
-// send for the rest (loop only; c has no send in flight).
+// it (EAGAIN, or a short send), it failed, or more is queued than one
+// sendmsg covers: the caller then arms a ring send for the rest (loop
+// only; c has no send in flight).
 func (c *CallbackConn) sendFromLoop() bool {
 	if c.sendShort {
 		return false
@@ -93,7 +94,14 @@ func (c *CallbackConn) sendFromLoop() bool {
 		}
 		return false
 	}
-	c.queued.Store(int64(q.n))
+	if q.n > 0 {
+		// More chunks than one sendmsg(2) covers (maxSendIov), all of
+		// whose bytes went: a ring send takes the rest, and its CQE does
+		// what follows below.
+		l.stats.loopRest.Add(1)
+		return false
+	}
+	c.queued.Store(0)
 	c.maybeResume()
 	if c.hasDrainer {
 		c.checkDrain() // callback_drain.go

@@ -367,7 +367,9 @@ func (c *CallbackConn) deliver(data []byte) {
 	c.rtAllow = 0
 }
 
-// flushCB submits one send per dirty connection (loop only).
+// flushCB sends each dirty connection's output: a send(2) from the loop
+// for a flush of few connections (callback_loopsend.go), else (and for
+// what that send left) one send SQE per connection (loop only).
 func (l *loop) flushCB() {
 	l.budget.flushes++
 	l.chunks.adapt(int(l.budget.held.Load())) // outq.go
