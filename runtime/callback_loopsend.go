@@ -28,14 +28,14 @@ import (
 // published before.
 
 // loopSendMax is the most connections with output a flush sends from the
-// loop; a flush of more submits ring sends (one enter for all of them). A
-// variable for tests (0: never).
-var loopSendMax = 2
+// loop (each loop's loopSends, which tests may set to 0: never); a flush
+// of more submits ring sends (one enter for all of them).
+const loopSendMax = 2
 
 // loopSendOK reports whether this flush, of n dirty connections, sends
 // from the loop.
 func (l *loop) loopSendOK(n int) bool {
-	return n <= loopSendMax && !l.stopping
+	return n <= l.loopSends && !l.stopping
 }
 
 // sendFromLoop sends c's queued output with one nonblocking send(2) (a

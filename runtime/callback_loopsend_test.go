@@ -98,16 +98,14 @@ func TestCallbackLoopSendOrder(t *testing.T) {
 // TestCallbackLoopSendOff: with loop sends off, the same replies go out
 // through the ring (the path a flush of many connections takes).
 func TestCallbackLoopSendOff(t *testing.T) {
-	old := loopSendMax
-	loopSendMax = 0
-	defer func() { loopSendMax = old }()
 	rt := newRT(t, Config{Loops: 1})
+	onLoop(rt.loops[0], func() { rt.loops[0].loopSends = 0 })
 	addr := serveCB(t, rt, EchoHandler{}).Addr().String()
 	for i := 0; i < 20; i++ {
 		echoOnce(t, rt, addr, "hello "+strconv.Itoa(i))
 	}
 	if sent, rest := loopSendCounts(rt); sent+rest != 0 {
-		t.Fatalf("loop sends with loopSendMax 0: %d sent, %d rests", sent, rest)
+		t.Fatalf("loop sends with loopSends 0: %d sent, %d rests", sent, rest)
 	}
 }
 
@@ -220,5 +218,42 @@ func TestCallbackLoopSendDrained(t *testing.T) {
 	}
 	if sent, _ := loopSendCounts(rt); sent == 0 {
 		t.Fatal("the loop sent nothing itself")
+	}
+}
+
+// TestCallbackLoopSendLent: an echo by WriteNoCopy of 4 KiB messages, one
+// at a time, queues the provided buffers they arrived in (lent, not
+// copied); the loop's send(2) sends them and gives them back to the
+// buffer ring. Every echo comes back byte for byte, the buffers were lent
+// and the loop sent the echoes itself.
+func TestCallbackLoopSendLent(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) { c.WriteNoCopy(d) }}).Addr().String()
+	conn := dialStd(t, addr, 1)[0]
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	for i := 0; i < 200; i++ {
+		msg := seqBytes(4<<10, i)
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(conn, got); err != nil {
+			t.Fatalf("echo %d: %v", i, err)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Fatalf("echo %d: bytes differ", i)
+		}
+	}
+	l := rt.loops[0]
+	if l.stats.lentBufs.Load() == 0 {
+		t.Fatal("no buffer was lent")
+	}
+	if sent, _ := loopSendCounts(rt); sent < 100 {
+		t.Fatalf("the loop sent %d of 200 echoes itself; want most", sent)
+	}
+	var lent int
+	onLoop(l, func() { lent = l.lentBufs })
+	if lent != 0 {
+		t.Fatalf("%d buffers still lent after every echo came back", lent)
 	}
 }

@@ -71,8 +71,9 @@ type loop struct {
 	chunks chunkPool // output queue chunks (outq.go)
 	sends  []*cbSend // free sends of callback conns (op_cb.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
-	sendIov []unix.Iovec
-	sendMsg unix.Msghdr
+	sendIov   []unix.Iovec
+	sendMsg   unix.Msghdr
+	loopSends int // flushes of at most this many conns send from the loop (loopSendMax)
 	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
 	chunkArrs [][]outChunk
 	// buffer lending (lend.go): the run on offer to OnData's Writes, the

@@ -13,7 +13,7 @@ import (
 // startLoop starts the loop goroutine (locked to its thread with
 // Config.LockedLoops), which creates the ring and runs the loop.
 func startLoop(rt *Runtime, id int) (*loop, error) {
-	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{})}
+	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{}), loopSends: loopSendMax}
 	errc := make(chan error, 1)
 	goWait := !rt.cfg.LockedLoops
 	go func() {
