@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"context"
+	"math"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -141,12 +142,17 @@ func (lc *ListenConfig) std(reuse bool) *net.ListenConfig {
 }
 
 // deferAcceptSecs is d rounded up to whole seconds (TCP_DEFER_ACCEPT's
-// unit), 0 for d <= 0.
+// unit), 0 for d <= 0, at most math.MaxInt32 (setsockopt's int; the
+// kernel caps it by its SYN-ACK retries anyway).
 func deferAcceptSecs(d time.Duration) int {
 	if d <= 0 {
 		return 0
 	}
-	return int((d + time.Second - 1) / time.Second)
+	secs := d / time.Second
+	if d%time.Second != 0 {
+		secs++
+	}
+	return int(min(secs, math.MaxInt32))
 }
 
 func (lc *ListenConfig) opts(reuse bool) *listenOpts {
