@@ -85,11 +85,6 @@
 //   - The ConnState and ConnContext hooks get a net.Conn view of the
 //     connection (the one Hijack returns); StateNew and StateClosed are
 //     reported from the event loop.
-//   - ListenAndServe's listener defers accepts (TCP_DEFER_ACCEPT, 1 s:
-//     ListenDeferAccept): a connection reaches the server, and ConnState's
-//     StateNew, with its first bytes, and one that sends nothing only after
-//     about a second. net/http accepts at the handshake. Serve uses the
-//     listener it is given as it is.
 //   - After a 431 the connection is closed once the answer is sent, without
 //     net/http's half-close and 500 ms wait.
 //   - After Hijack, the ResponseWriter's Flush (and

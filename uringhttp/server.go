@@ -39,6 +39,18 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection idle that long between
 	// requests; 0 means ReadTimeout, and both 0 none.
 	IdleTimeout time.Duration
+	// DeferAccept, when positive, makes ListenAndServe's listener defer
+	// accepts (TCP_DEFER_ACCEPT, in whole seconds rounded up; Linux 2.6.32
+	// or later): a connection reaches the server, and ConnState's StateNew,
+	// with its first request bytes, so the server is woken once per
+	// connection instead of twice (on loopback a `Connection: close`
+	// client pays for both wake-ups). A client that connects and sends
+	// nothing reaches the server only about DeferAccept later; and one that
+	// is still unaccepted when Shutdown or Close closes the listener is
+	// dropped by the kernel without a FIN or RST: it learns of it (a reset)
+	// only when it sends. Zero, the default, accepts at the handshake, as
+	// net/http does. Serve does not use it (its listener is the caller's).
+	DeferAccept time.Duration
 	// MaxHeaderBytes bounds a request's head in bytes (plus 4096, as
 	// net/http's reader allows); larger heads get 431. 0 means
 	// http.DefaultMaxHeaderBytes (1 MiB).
@@ -111,13 +123,7 @@ func (s *Server) runtime() (*uringrt.Runtime, error) {
 }
 
 // ListenAndServe listens on s.Addr (":http" when empty) with s.Runtime and
-// serves. Its listener defers accepts (uringrt.ListenConfig.DeferAccept,
-// ListenDeferAccept): a connection reaches the server with its first
-// request bytes, so the server is woken once per connection instead of
-// twice (a `Connection: close` client pays for both wake-ups on
-// loopback). A client that connects and sends nothing is treated as
-// before (ReadHeaderTimeout, counted from its accept), only it is accepted
-// about ListenDeferAccept after its connect. It returns http.ErrServerClosed
+// serves; its listener defers accepts when s.DeferAccept is set. It returns http.ErrServerClosed
 // after Shutdown or Close, the error of listening, or uringrt.Default's
 // when s.Runtime is nil and no runtime can start.
 func (s *Server) ListenAndServe() error {
@@ -132,7 +138,7 @@ func (s *Server) ListenAndServe() error {
 	if err != nil {
 		return err
 	}
-	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: ListenDeferAccept}
+	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: s.DeferAccept}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
@@ -140,19 +146,13 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// ListenDeferAccept is the uringrt.ListenConfig.DeferAccept of
-// ListenAndServe's listener: 1 s, the kernel's shortest (one SYN-ACK
-// retransmission). A client that connects and waits that long before it
-// sends reaches the server then.
-const ListenDeferAccept = time.Second
-
 // Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
 // default runtime, rt.Listen otherwise): connections are read on the
 // runtime's loops and requests handed to handlers on goroutines. ln is
 // the caller's and is used as it is (it may carry other protocols than
 // HTTP): Serve sets no socket option on it, so its accepts are deferred
-// as ListenAndServe's only if it was made so (a uringrt.ListenConfig
-// with DeferAccept: ListenDeferAccept). It blocks
+// only if it was made so (a uringrt.ListenConfig with DeferAccept set).
+// It blocks
 // until the listener is closed and returns http.ErrServerClosed after
 // Shutdown or Close, or the error that ended serving: at once for a
 // listener that is not s.Runtime's (a net.Listen listener: serve that with

@@ -302,8 +302,8 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-// TestListenAndServeDefersAccept: ListenAndServe's listener defers accepts
-// (TCP_DEFER_ACCEPT): a client that connects and sends nothing does not
+// TestListenAndServeDefersAccept: with Server.DeferAccept set,
+// ListenAndServe's listener defers accepts (TCP_DEFER_ACCEPT): a client that connects and sends nothing does not
 // reach the server (no StateNew), and one that sends its request is
 // answered at once.
 func TestListenAndServeDefersAccept(t *testing.T) {
@@ -315,9 +315,10 @@ func TestListenAndServeDefersAccept(t *testing.T) {
 	lnc := make(chan net.Listener, 1)
 	var news atomic.Int32
 	s := &Server{
-		Addr:    "127.0.0.1:0",
-		Runtime: rt,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
+		Addr:        "127.0.0.1:0",
+		Runtime:     rt,
+		DeferAccept: time.Second,
+		Handler:     http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }),
 		BaseContext: func(ln net.Listener) context.Context {
 			lnc <- ln
 			return context.Background()

@@ -2,7 +2,7 @@
 // the same response (a 13-byte or a 4 KiB text body; /sleep answers it
 // after 1 s) from one of five servers, chosen by -server:
 //
-//	uringhttp      uringrt's HTTP/1.1 server on the callback API (ListenAndServe)
+//	uringhttp      uringrt's HTTP/1.1 server on the callback API (ListenAndServe; -defer-accept)
 //	nethttp        net/http on Go's net
 //	nethttp-uring  net/http on uringrt's listener (the net.Conn path)
 //	fasthttp       github.com/valyala/fasthttp
@@ -46,6 +46,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:17630", "listen `address`")
 	size := flag.Int("size", 13, "response body `bytes` (13: \"Hello, World!\")")
 	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = the default: uringhttp's runtime Loops 0, GOMAXPROCS for the others)")
+	deferAccept := flag.Duration("defer-accept", 0, "uringhttp: Server.DeferAccept (TCP_DEFER_ACCEPT on its listener; 0 = off, the default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -86,8 +87,8 @@ func main() {
 		if err != nil {
 			break
 		}
-		// ListenAndServe, as a user would: its listener defers accepts.
-		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second}
+		// ListenAndServe, as a user would.
+		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept}
 		go func() { <-ctx.Done(); srv.Close() }()
 		err = srv.ListenAndServe()
 		rt.Close()
