@@ -48,12 +48,12 @@ func (n *netFD) close() error {
 	for n.refs.Load() != 0 {
 		runtime.Gosched()
 	}
-	if n.connIO != nil && n.gp != 0 {
+	if n.connIO != nil && n.gp.Load() != 0 {
 		// After the references: a recv in flight resets the entry
 		// (goPollReset) before it ends.
 		n.goPollClose()
 	}
-	if n.connIO != nil && n.gp != 0 && !n.ringUsed.Load() {
+	if n.connIO != nil && n.gp.Load() != 0 && !n.ringUsed.Load() {
 		// In Go's netpoller, and nothing of fd ever went to the ring
 		// (waitWrite sets ringUsed before it checks closing, so one that
 		// raced with this Close posts nothing): close(2) here, as Go's

@@ -191,7 +191,7 @@ func (c *Conn) setDeadline(d *deadline, t time.Time, pd *pollDesc, o *op) error 
 	}
 	d.set(t, func() {
 		pd.interrupt()
-		if pd == &fd.rd && fd.gp != 0 {
+		if pd == &fd.rd && fd.gp.Load() != 0 {
 			fd.goPollExpire()
 		}
 		fd.cancelIO(o)

@@ -50,7 +50,7 @@ func (n *netFD) goPollOpen() bool {
 	if errno != 0 {
 		return false
 	}
-	n.gp = ctx
+	n.gp.Store(ctx)
 	return true
 }
 
@@ -79,8 +79,8 @@ func (n *netFD) goPollWaitRead() {
 	if !n.goPollEnter() {
 		return
 	}
-	for !n.abortRead() && runtime_pollWait(n.gp, 'r') == pollErrTimeout && !n.rdl.expired.Load() {
-		runtime_pollSetDeadline(n.gp, 0, 'r')
+	for !n.abortRead() && runtime_pollWait(n.gp.Load(), 'r') == pollErrTimeout && !n.rdl.expired.Load() {
+		runtime_pollSetDeadline(n.gp.Load(), 0, 'r')
 	}
 	n.goPollExit()
 }
@@ -91,14 +91,14 @@ func (n *netFD) goPollWaitRead() {
 // that finds nothing. The caller holds a reference (incref), so Close has
 // not removed the entry.
 func (n *netFD) goPollReset() {
-	runtime_pollReset(n.gp, 'r')
+	runtime_pollReset(n.gp.Load(), 'r')
 }
 
 // goPollExpire wakes a reader parked in the netpoller when the read
 // deadline passed.
 func (n *netFD) goPollExpire() {
 	if n.goPollEnter() {
-		runtime_pollSetDeadline(n.gp, -1, 'r')
+		runtime_pollSetDeadline(n.gp.Load(), -1, 'r')
 		n.goPollExit()
 	}
 }
@@ -106,9 +106,9 @@ func (n *netFD) goPollExpire() {
 // goPollClose unblocks the entry's waiters and removes it (epoll_ctl DEL)
 // once none is left; called by Close after marking the fd closing.
 func (n *netFD) goPollClose() {
-	runtime_pollUnblock(n.gp)
+	runtime_pollUnblock(n.gp.Load())
 	for n.gpUsers.Load() != 0 {
 		runtime.Gosched()
 	}
-	runtime_pollClose(n.gp)
+	runtime_pollClose(n.gp.Load())
 }

@@ -22,7 +22,7 @@ func TestNetpollReadiness(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{NetpollReadiness: true}})
 	c, s := pair(t, rt, "tcp")
 	sc := s.(*Conn)
-	if sc.fd.gp == 0 {
+	if sc.fd.gp.Load() == 0 {
 		t.Fatal("accepted connection not in Go's netpoller")
 	}
 	b := make([]byte, 16)
@@ -91,7 +91,7 @@ func TestNetpollReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if ln.(*listener).fd.gp == 0 {
+	if ln.(*listener).fd.gp.Load() == 0 {
 		t.Fatal("listener not in Go's netpoller")
 	}
 	ln.(*listener).SetDeadline(time.Now().Add(30 * time.Millisecond))
@@ -127,10 +127,10 @@ func TestReadinessDefault(t *testing.T) {
 			runtime.GOMAXPROCS(tc.procs)
 			rt := newRT(t, Config{LockedLoops: tc.locked, Switches: tc.sw})
 			c, s := pair(t, rt, "tcp")
-			if got := s.(*Conn).fd.gp != 0; got != tc.netpoll {
+			if got := s.(*Conn).fd.gp.Load() != 0; got != tc.netpoll {
 				t.Errorf("accepted connection in Go's netpoller: %v, want %v", got, tc.netpoll)
 			}
-			if got := c.(*Conn).fd.gp != 0; got != tc.netpoll {
+			if got := c.(*Conn).fd.gp.Load() != 0; got != tc.netpoll {
 				t.Errorf("dialed connection in Go's netpoller: %v, want %v", got, tc.netpoll)
 			}
 			ln, err := rt.Listen("tcp", "127.0.0.1:0")
@@ -138,7 +138,7 @@ func TestReadinessDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			if got := ln.(*listener).fd.gp != 0; got != tc.netpoll {
+			if got := ln.(*listener).fd.gp.Load() != 0; got != tc.netpoll {
 				t.Errorf("listener in Go's netpoller: %v, want %v", got, tc.netpoll)
 			}
 			// A reader that waits (for bytes written after it parked)

@@ -170,7 +170,7 @@ func (ln *listener) SetDeadline(t time.Time) error {
 	fd := ln.fd
 	fd.rdl.set(t, func() {
 		fd.rd.interrupt()
-		if fd.gp != 0 {
+		if fd.gp.Load() != 0 {
 			fd.goPollExpire()
 		}
 	})

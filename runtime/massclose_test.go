@@ -280,3 +280,53 @@ func TestMassCloseBoundedPerIteration(t *testing.T) {
 	}
 	waitFDs(t, before-1) // the listener is closed too
 }
+
+// TestShutdownAcceptedNotRead: Shutdown sets a past read deadline on a
+// connection that Accept returned but nobody has read from yet. The
+// deadline's wake-up looked up the connection's netpoll entry while it was
+// written by Accept's goroutine with nothing ordering the two (the race
+// detector caught it in TestShutdownManyIdleConns).
+func TestShutdownAcceptedNotRead(t *testing.T) {
+	rt := newRT(t, Config{})
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hold := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			// (Kept from the test goroutine until after Shutdown: handing it
+			// over would order Accept's writes before Shutdown's reads.)
+			time.Sleep(300 * time.Millisecond)
+			hold <- c
+		}
+	}()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	accepted := func() bool {
+		for _, l := range rt.Stats().Loops {
+			if l.Accepted > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if !relWaitFor(5*time.Second, accepted) {
+		t.Fatal("the connection was never accepted")
+	}
+	time.Sleep(20 * time.Millisecond) // Accept has returned
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	rt.Shutdown(ctx) // (times out: the connection is open and unread)
+	c := <-hold
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read after Shutdown: %v, want a deadline or closed error", err)
+	}
+	c.Close()
+}

@@ -82,7 +82,7 @@ type connIO struct {
 	// gp is the socket's entry in Go's netpoller when its readers wait
 	// there (gopoll.go), 0 otherwise; gpUsers counts the goroutines using
 	// it, for Close.
-	gp      uintptr
+	gp      atomic.Uintptr
 	gpUsers atomic.Int32
 	// ringUsed: an op of fd was posted to the loop (a writer's POLLOUT).
 	// A socket in Go's netpoller with none is closed by Close itself.
@@ -155,7 +155,7 @@ func (n *netFD) rearmPollIn() {
 // deadline or Close wakes it (re-arming pollIn first if the kernel ended
 // it); the caller re-checks Close and the deadline and tries again.
 func (n *netFD) waitRead() {
-	if n.gp != 0 {
+	if n.gp.Load() != 0 {
 		n.goPollWaitRead()
 		return
 	}
@@ -167,7 +167,7 @@ func (n *netFD) waitRead() {
 // a one-shot POLLOUT armed for it, until its CQE, a deadline or Close.
 func (n *netFD) waitWrite() {
 	n.ringUsed.Store(true)
-	if n.gp != 0 && n.closing.Load() {
+	if n.gp.Load() != 0 && n.closing.Load() {
 		return // Close may be closing fd itself (it saw no ring use)
 	}
 	n.l.post(request{kind: reqArm, op: &n.pollOut})

@@ -439,7 +439,8 @@ func (c *CallbackConn) onSend(o *op) {
 		c.pauseRead(pauseConn) // the socket is full: stop reading now
 	}
 	if short && !c.failed() {
-		c.prepSend() // a short send: the rest now
+		c.queued.Store(int64(c.outq.n)) // OutboundBuffered: what the short send left
+		c.prepSend()                    // a short send: the rest now
 		l.arm(o)
 		return
 	}

@@ -24,7 +24,7 @@ func (pollHybrid) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited,
 	if !fd.incref() {
 		return 0, 0, false, true
 	}
-	if fd.gp != 0 {
+	if fd.gp.Load() != 0 {
 		fd.goPollReset()
 	}
 	n, errno = rawRecv(fd.fd, b)
@@ -37,7 +37,7 @@ func (pollHybrid) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited,
 	// a FIN that came with the last bytes, before the reader was woken,
 	// posts no event of its own, so a wait after that short read would
 	// never end.
-	fd.rdDrained = fd.gp == 0 && errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
+	fd.rdDrained = fd.gp.Load() == 0 && errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
 	return n, errno, false, false
 }
 
