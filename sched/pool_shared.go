@@ -21,6 +21,7 @@ type SharedPool struct {
 	cond    sync.Cond
 	queue   ring
 	waiting int // workers parked in cond.Wait
+	running int // works taken off queue whose function has not returned
 	closed  bool
 
 	workers []*sharedWorker
@@ -109,12 +110,16 @@ func (p *SharedPool) Close(ctx context.Context, mode CloseMode) error {
 // of the shared list.
 func (p *SharedPool) Stats() Stats {
 	s := Stats{Workers: make([]WorkerStats, len(p.workers)), Shared: true}
+	// Queued first: a worker publishes its counters before it parks, in
+	// the critical section in which its last work stops counting as
+	// running, so a Queued of 0 read here comes with counters that show
+	// every work finished.
+	p.mu.Lock()
+	s.Queued = int64(p.queue.n + p.running)
+	p.mu.Unlock()
 	for i, w := range p.workers {
 		s.Workers[i] = w.r.pub.snapshot()
 	}
-	p.mu.Lock()
-	s.Queued = int64(p.queue.n)
-	p.mu.Unlock()
 	return s
 }
 
@@ -166,6 +171,7 @@ func (p *SharedPool) run(w *sharedWorker, name string, idx int) {
 			p.waiting--
 		}
 		one[0] = p.queue.pop()
+		p.running++
 		p.mu.Unlock()
 
 		w.r.runItems(one[:])
@@ -179,5 +185,6 @@ func (p *SharedPool) run(w *sharedWorker, name string, idx int) {
 		}
 
 		p.mu.Lock()
+		p.running--
 	}
 }

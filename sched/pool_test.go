@@ -400,10 +400,7 @@ func TestStatsDepth(t *testing.T) {
 				must(t, p.Go(func() {}))
 			}
 			st := p.Stats()
-			want := int64(11) // fixed: the gate's batch is still counted
-			if st.Shared {
-				want = 10
-			}
+			want := int64(11) // the gate's work, still running, counts
 			if st.Queued != want {
 				t.Fatalf("Queued = %d, want %d", st.Queued, want)
 			}

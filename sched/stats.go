@@ -39,10 +39,12 @@ type Stats struct {
 	Workers []WorkerStats
 	// Queued is the number of works submitted and not yet finished or
 	// skipped as cancelled (FixedPool: the sum of the workers'
-	// QueueDepth; SharedPool: the length of the shared list).
+	// QueueDepth; SharedPool: the length of the shared list plus the
+	// works its workers are running).
 	Queued int64
 	// Shared is true for a SharedPool: its workers have no private list
-	// and their QueueDepth is always 0; Queued is the shared list.
+	// and their QueueDepth is always 0; Queued is the shared list and
+	// the works being run.
 	Shared bool
 }
 

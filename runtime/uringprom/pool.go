@@ -54,7 +54,7 @@ func newPoolDescs(pool string) poolDescs {
 		return prometheus.NewDesc(prometheus.BuildFQName("uringrt", "worker", name), help, labels, cl)
 	}
 	return poolDescs{
-		depth: d("queue_depth", "Works handed to the worker and not yet finished (shared pools: works in the shared list, worker=\"shared\").", wl),
+		depth: d("queue_depth", "Works handed to the worker and not yet finished (shared pools: works in the shared list or being run, worker=\"shared\").", wl),
 		run:   d("works_run_total", "Works whose function the worker called, including ones that panicked.", wl),
 		canc:  d("works_cancelled_total", "Works the worker skipped because they were cancelled before starting.", wl),
 		pan:   d("panics_total", "Works that panicked on the worker and were recovered.", wl),

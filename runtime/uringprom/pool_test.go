@@ -76,7 +76,7 @@ func TestPoolCollectorValues(t *testing.T) {
 # TYPE uringrt_worker_works_run_total counter
 uringrt_worker_works_run_total{pool="p",worker="0"} 3
 uringrt_worker_works_run_total{pool="p",worker="1"} 3
-# HELP uringrt_worker_queue_depth Works handed to the worker and not yet finished (shared pools: works in the shared list, worker="shared").
+# HELP uringrt_worker_queue_depth Works handed to the worker and not yet finished (shared pools: works in the shared list or being run, worker="shared").
 # TYPE uringrt_worker_queue_depth gauge
 uringrt_worker_queue_depth{pool="p",worker="0"} 0
 uringrt_worker_queue_depth{pool="p",worker="1"} 0
@@ -108,11 +108,16 @@ func TestUnusedPoolNotExported(t *testing.T) {
 			if n := testutil.CollectAndCount(c); n != 0 {
 				t.Fatalf("unused pool: %d series, want 0", n)
 			}
-			done := make(chan struct{})
-			if err := p.Go(func() { close(done) }); err != nil {
+			// A scrape while the pool's first work runs sees it used (a
+			// shared pool's worker had taken it off the list and not yet
+			// published its counters: no series).
+			done := make(chan int)
+			if err := p.Go(func() { done <- testutil.CollectAndCount(c) }); err != nil {
 				t.Fatal(err)
 			}
-			<-done
+			if n := <-done; n == 0 {
+				t.Fatal("pool running its first work: no series")
+			}
 			if n := testutil.CollectAndCount(c); n == 0 {
 				t.Fatal("used pool: no series")
 			}
