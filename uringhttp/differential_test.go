@@ -1022,6 +1022,16 @@ func TestDifferentialVsNetHTTP(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := results[i]
+			if r.err == nil && len(r.std.out) == 0 && len(r.ur.out) > 0 {
+				// net/http, the reference, sent nothing where uringhttp
+				// answered: under load (six exchanges at once, -race,
+				// other processes) it can stay silent past diffFirst,
+				// which it does not alone. The case runs again, alone,
+				// before it is judged. (uringhttp silent is judged as is.)
+				t.Logf("net/http %s with %d bytes, uringhttp %s with %d bytes: once more, alone",
+					r.std.end, len(r.std.out), r.ur.end, len(r.ur.out))
+				r = exchangeAll(def, small, cases[i:i+1], 1)[0]
+			}
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
