@@ -50,7 +50,6 @@ func ParseBackend(s string) (Backend, error) {
 const (
 	DefaultRingEntries    = 1024                  // SQEs per ring (the CQ holds 4x as many CQEs)
 	DefaultWaitLatency    = 10 * time.Microsecond // latency batched waiting may add (BENCHMARKS.md)
-	DefaultParkPoll       = 50 * time.Microsecond // a busy loop's poll before it parks in Go's netpoller (BENCHMARKS.md)
 	DefaultMaxWriteBuffer = 4 << 20               // bytes queued per connection
 	DefaultWorkers        = 20                    // fixed-pool worker goroutines
 	DefaultBufferSize     = 4096                  // bytes per provided buffer
@@ -191,27 +190,6 @@ type Config struct {
 	// Metric: uringrt_idle_polls_total{outcome}. Locked loops only
 	// (LockedLoops).
 	IdlePoll time.Duration
-	// ParkPoll is how long a loop that waits in Go's netpoller (the
-	// default, not LockedLoops) polls its ring before it parks, while the
-	// process is busy: it checks the CQ, the kernel's flags for pending
-	// completion task_work and overflowed CQEs (IORING_SQ_TASKRUN, which
-	// needs TASKRUN_FLAG, 5.19+; IORING_SQ_CQ_OVERFLOW) and its request
-	// queue, without a system call, and yields its P between checks
-	// (runtime.Gosched), so the goroutines that share the P run meanwhile.
-	// Work that comes within it is served without the park's wake-up:
-	// on a machine whose idle CPU halts, waking it takes tens of
-	// microseconds, and the peer waits meanwhile. The loop polls only while
-	// the process used at least half of its GOMAXPROCS CPUs over the last
-	// few milliseconds, not counting the polls: an idle or lightly loaded
-	// server parks at once (its cost there is one clock_gettime(2) a
-	// millisecond), and a busy one spends at most ParkPoll of CPU per gap
-	// between completions, CPU that would otherwise idle. While a loop
-	// keeps finding work it parks less, so with every P busy, goroutines
-	// waiting in Go's netpoller for other descriptors wait for Go's
-	// background poll (every 10 ms at most). 0 means DefaultParkPoll
-	// (50µs); < 0 never polls; at most 1ms. Counted with IdlePoll's
-	// (Stats: IdlePollWork, IdlePollTimeout).
-	ParkPoll time.Duration
 	// DedicatedLoops lets a loop keep its P (its slot in Go's scheduler)
 	// while it waits for completions, for up to 1 ms per wait: the wait is
 	// a raw system call (netpoll Ring.SubmitAndWaitHoldP), so Go's sysmon

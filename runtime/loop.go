@@ -89,7 +89,6 @@ type loop struct {
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
-	park  parkPoll  // polls before it parks there (loop_parkspin.go)
 	done  chan struct{}
 
 	firstLive int // stream buffers that first recvs still wait in (callback_stream.go)

@@ -21,11 +21,8 @@ const holdPWaitCap = time.Millisecond
 // no context switch per batch; the price is up to IdlePoll of CPU per idle
 // gap.
 func (l *loop) idlePoll() bool {
-	if l.gw != nil {
-		return l.pollBeforePark() // loop_parkspin.go
-	}
 	d := l.rt.cfg.IdlePoll
-	if d <= 0 || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
+	if d <= 0 || l.gw != nil || l.stopping || l.waitedEmpty || 2*l.polls > l.inflight {
 		// Mostly parked net.Conn readers: each batch then wakes
 		// goroutines and costs the locked thread's P hand-off, so
 		// polling (which makes batches smaller) costs more switches

@@ -33,10 +33,9 @@ type Runtime struct {
 	features   netpoll.Features
 	loops      []*loop
 	next       atomic.Uint32
-	parkPolled atomic.Int64 // ns the loops spent polling before parking (loop_parkspin.go)
-	connLoops  int          // net.Conns use the first connLoops loops (connLoopsFor)
-	goPoll     bool         // net.Conn readers wait in Go's netpoller (gopoll.go)
-	direct     bool         // callback writes off the loop may send directly (callback_direct.go)
+	connLoops  int  // net.Conns use the first connLoops loops (connLoopsFor)
+	goPoll     bool // net.Conn readers wait in Go's netpoller (gopoll.go)
+	direct     bool // callback writes off the loop may send directly (callback_direct.go)
 	metrics    bool
 	useBufRing bool
 	pool       sched.Pool

@@ -74,8 +74,7 @@ type LoopStats struct {
 	// buffer of the connection's own instead of the provided buffer ring.
 	StreamEnters uint64
 	// IdlePollWork and IdlePollTimeout count busy-polls before sleeping
-	// (Config.IdlePoll, Config.ParkPoll) that found work, or that ended in
-	// sleep.
+	// (Config.IdlePoll) that found work, or that ended in sleep.
 	IdlePollWork, IdlePollTimeout uint64
 	// Accepted, Closed and Rejected count connections accepted, accepted
 	// connections closed, and connections closed at once because MaxConns

@@ -46,8 +46,6 @@ func validate(cfg *Config) error {
 		return bad("WaitLatency", cfg.WaitLatency, "want >= 0 (0 = DefaultWaitLatency)")
 	case cfg.IdlePoll < 0 || cfg.IdlePoll > time.Second:
 		return bad("IdlePoll", cfg.IdlePoll, "want 0 (off) up to 1s")
-	case cfg.ParkPoll > time.Millisecond:
-		return bad("ParkPoll", cfg.ParkPoll, "want 0 (default), < 0 (off) or up to 1ms")
 	case cfg.RingEntries > 32768:
 		return bad("RingEntries", cfg.RingEntries, "want <= 32768 SQEs")
 	case cfg.BufferSize < 0:
@@ -79,9 +77,6 @@ func applyDefaults(cfg *Config) {
 	}
 	if cfg.WaitLatency <= 0 {
 		cfg.WaitLatency = DefaultWaitLatency
-	}
-	if cfg.ParkPoll == 0 {
-		cfg.ParkPoll = DefaultParkPoll
 	}
 	if cfg.MaxWriteBuffer <= 0 {
 		cfg.MaxWriteBuffer = DefaultMaxWriteBuffer
