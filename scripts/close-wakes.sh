@@ -20,12 +20,7 @@ D=$(mktemp -d)
 opens() { awk '/Tcp:/ && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp; }
 for r in $(seq "$R"); do
 	for spec in "$@"; do
-		name=${spec%%=*} rest=${spec#*=}
-		IFS=: read -r bin srv envs <<<"$rest"
-		PORT=$((PORT + 1))
-		env ${envs//,/ } GOMAXPROCS=1 taskset -c 0 "$bin" -server "${srv:-uringhttp}" -addr "127.0.0.1:$PORT" -size 13 -loops 1 >/dev/null 2>&1 &
-		SPID=$!
-		wait_port
+		start_h1_pinned "$spec"
 		sleep 0.2
 		timeout 20 taskset -c 1 wrk -t1 -c100 -d6s -H 'Connection: close' "http://127.0.0.1:$PORT/" >"$D/wrk.txt" &
 		WPID=$!

@@ -26,3 +26,17 @@ cleanup() {
 	SPID=
 }
 trap cleanup EXIT
+
+# start_h1_pinned SPEC: start bench/cmd/h1-server as SPEC says,
+# NAME=BIN[:SERVER[:ENV,ENV...]] (SERVER defaults to uringhttp), on CPU 0
+# with GOMAXPROCS=1 and one loop, on the next port (PORT+1), 13-byte body;
+# sets name, PORT and SPID and waits for it to listen.
+start_h1_pinned() {
+	local rest bin srv envs
+	name=${1%%=*} rest=${1#*=}
+	IFS=: read -r bin srv envs <<<"$rest"
+	PORT=$((PORT + 1))
+	env ${envs//,/ } GOMAXPROCS=1 taskset -c 0 "$bin" -server "${srv:-uringhttp}" -addr "127.0.0.1:$PORT" -size 13 -loops 1 >/dev/null 2>&1 &
+	SPID=$!
+	wait_port
+}
