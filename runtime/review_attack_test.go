@@ -1146,3 +1146,90 @@ func TestReviewAcceptRehomeCloseBurst(t *testing.T) {
 	}
 	t.Logf("%d dialed, %d opened", dialed.Load(), opens.Load())
 }
+
+// TestReviewLoopSendAsyncClose: an off-loop writer AsyncWrites records
+// (direct sends while the loop parks) and then AsyncCloses, while the
+// client's pings make OnData write records of its own (loop sends) and the
+// client reads slowly: every record a write accepted arrives, whole and in
+// its writer's order, then EOF; OnClose runs once, with nil.
+func TestReviewLoopSendAsyncClose(t *testing.T) {
+	for _, n := range []int{0, loopSendMax} {
+		t.Run(fmt.Sprintf("loopSends=%d", n), func(t *testing.T) { testLoopSendAsyncClose(t, n) })
+	}
+}
+
+func testLoopSendAsyncClose(t *testing.T, loopSends int) {
+	rt := newRT(t, Config{Loops: 1, MaxWriteBuffer: 64 << 20, MaxBufferedBytes: -1})
+	onLoop(rt.loops[0], func() { rt.loops[0].loopSends = loopSends })
+	opened := make(chan *CallbackConn, 1)
+	var bOK atomic.Int32 // B records accepted (loop only writes; read at the end)
+	var calls atomic.Int32
+	closes := make(chan error, 2)
+	addr := serveCB(t, rt, HandlerFuncs{
+		Open: func(c *CallbackConn) { opened <- c },
+		Data: func(c *CallbackConn, d []byte) {
+			for range d {
+				n := int(bOK.Load())
+				if _, err := c.Write(rvRecord('B', n, rvSize(n))); err == nil {
+					bOK.Add(1)
+				}
+			}
+		},
+		Close: func(c *CallbackConn, err error) { calls.Add(1); closes <- err },
+	}).Addr().String()
+	conn := dialStd(t, addr, 1)[0]
+	conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+	conn.SetDeadline(time.Now().Add(60 * time.Second))
+	cc := <-opened
+	const nA = 200
+	go func() {
+		for i := 0; i < nA; i++ {
+			cc.AsyncWrite(rvRecord('A', i, rvSize(i+3)))
+			if i%4 == 0 {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+		cc.AsyncClose()
+	}()
+	go func() {
+		for i := 0; i < 100; i++ {
+			if _, err := conn.Write([]byte{'p'}); err != nil {
+				return
+			}
+			time.Sleep(400 * time.Microsecond)
+		}
+	}()
+	r := bufio.NewReaderSize(conn, 4<<10)
+	next := map[byte]int{}
+	for k := 0; ; k++ {
+		if k%16 == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+		tag, seq, err := rvReadRecord(r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after A %d, B %d: %v", next['A'], next['B'], err)
+		}
+		if tag != 'A' && tag != 'B' || seq != next[tag] {
+			t.Fatalf("record %c%d, want %c%d next", tag, seq, tag, next[tag])
+		}
+		next[tag]++
+	}
+	select {
+	case err := <-closes:
+		if err != nil {
+			t.Fatalf("OnClose: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnClose")
+	}
+	if next['A'] != nA || next['B'] != int(bOK.Load()) {
+		t.Fatalf("received A %d of %d, B %d of %d accepted", next['A'], nA, next['B'], bOK.Load())
+	}
+	time.Sleep(200 * time.Millisecond)
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("OnClose called %d times", c)
+	}
+}
