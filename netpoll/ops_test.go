@@ -596,3 +596,39 @@ func TestRecvBundleOutOfOrderRecycle(t *testing.T) {
 		t.Fatalf("%d CQEs carried more than one buffer, %d rounds cut the head entry: not what this test checks", multi, cut)
 	}
 }
+
+// TestRecvDiscard: a recv with no buffer and MSG_TRUNC drops up to n queued
+// bytes of a TCP socket, waits when none are queued, and reads 0 at the
+// peer's FIN.
+func TestRecvDiscard(t *testing.T) {
+	r := newTestRing(t, Params{Entries: 8})
+	a, b := tcpPair(t)
+	if _, err := unix.Write(a, make([]byte, 100000)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	r.GetSQE().SetUserData(1).PrepRecvDiscard(b, 60000)
+	if c := waitOne(t, r); c.Res != 60000 {
+		t.Fatalf("discard of 60000: res %d", c.Res)
+	}
+	r.GetSQE().SetUserData(2).PrepRecvDiscard(b, 1<<20)
+	if c := waitOne(t, r); c.Res != 40000 {
+		t.Fatalf("discard of the rest: res %d, want 40000", c.Res)
+	}
+	if q, err := unix.IoctlGetInt(b, unix.SIOCINQ); err != nil || q != 0 {
+		t.Fatalf("SIOCINQ after the discards: %d, %v", q, err)
+	}
+	r.GetSQE().SetUserData(3).PrepRecvDiscard(b, 1<<20)
+	r.Submit()
+	time.Sleep(10 * time.Millisecond)
+	unix.Write(a, []byte("late"))
+	if c := waitOne(t, r); c.Res != 4 {
+		t.Fatalf("discard that waited: res %d, want 4", c.Res)
+	}
+	r.GetSQE().SetUserData(4).PrepRecvDiscard(b, 1<<20)
+	r.Submit()
+	unix.Shutdown(a, unix.SHUT_WR)
+	if c := waitOne(t, r); c.Res != 0 {
+		t.Fatalf("discard at the FIN: res %d, want 0", c.Res)
+	}
+}

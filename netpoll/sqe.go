@@ -3,6 +3,8 @@ package netpoll
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // GetSQE returns the next free SQE, zeroed, or nil when the SQ is full (the
@@ -110,6 +112,17 @@ func (s *SQE) PrepConnect(fd int, addr unsafe.Pointer, addrLen uint32) {
 func (s *SQE) PrepRecv(fd int, buf []byte, flags uint32) {
 	s.prep(OpRecv, fd, bufPtr(buf), uint32(len(buf)), 0)
 	s.OpFlags = flags
+}
+
+// PrepRecvDiscard prepares IORING_OP_RECV with no buffer and MSG_TRUNC:
+// on a TCP socket the kernel drops up to n queued bytes without copying
+// them anywhere (tcp(7), MSG_TRUNC). res is the count dropped, 0 at the
+// peer's FIN, or -errno; like any recv it waits for data when none is
+// queued. Other protocols read MSG_TRUNC differently (a datagram's real
+// length): use it on TCP sockets only.
+func (s *SQE) PrepRecvDiscard(fd int, n uint32) {
+	s.prep(OpRecv, fd, nil, n, 0)
+	s.OpFlags = unix.MSG_TRUNC
 }
 
 // PrepRecvSelect prepares a recv that picks its buffer from provided buffer

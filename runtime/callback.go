@@ -53,6 +53,7 @@ type CallbackConn struct {
 	drainWant bool // queued bytes passed the low-water mark (callback_drain.go)
 	rtWait    bool // among the loop's budget waiters (callback_bounds.go)
 	finHeld   bool // the peer's FIN came while the handler paused reading, reported on resume
+	lingering bool // the close waits for the peer after its output left (callback_linger.go)
 	// hasDrainer: h is a Drainer whose OnDrained is set (callback_drain.go)
 	hasDrainer bool
 
@@ -257,6 +258,9 @@ func (c *CallbackConn) maybeFinalize() {
 	}
 	l := c.l
 	c.directWait() // callback_direct.go: no writer's send(2) on the fd it closes
+	if c.lingers() {
+		return // callback_linger.go: the peer may still send; wait for its FIN first
+	}
 	c.finalized = true
 	c.outq.release(l) // no send in flight: every chunk goes back
 	c.putSend()

@@ -200,6 +200,7 @@ type connTimers struct {
 	rdT, wrT  *LoopTimer // the deadlines' checks
 	clT       *LoopTimer // the close timeout (Config.CloseTimeout), while a close sends
 	sentQ     int        // the kernel's send queue at the write check's last look (callback_bounds.go)
+	lg        *cbLinger  // a close's wait for the peer (callback_linger.go), while it lasts
 }
 
 func (c *CallbackConn) timers() *connTimers {
@@ -468,9 +469,10 @@ func (c *CallbackConn) endTimers() {
 // keepsTimer reports whether t runs on while c is closing: the write
 // timeout's check and the close timeout, while the close sends the queued
 // output (Close), so that a peer that never reads cannot hold the
-// connection and its output for ever (loop only).
+// connection and its output for ever, and the bound of the close's wait
+// for the peer's FIN (callback_linger.go) (loop only).
 func (c *CallbackConn) keepsTimer(t *LoopTimer) bool {
-	return c.tm != nil && (t == c.tm.wrT || t == c.tm.clT) && c.sendsAtClose()
+	return c.tm != nil && (t == c.tm.wrT || t == c.tm.clT || c.tm.lg != nil && t == &c.tm.lg.t) && c.sendsAtClose()
 }
 
 // sendsAtClose reports whether c's close sends its queued output: Close,

@@ -320,7 +320,14 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 }
 
 // Close closes the connection after the queued output is sent; OnClose
-// follows with a nil error. A peer that does not take the output cannot
+// follows with a nil error. When the peer is still sending (its bytes
+// unread) or has not yet acknowledged the output, a close(2) would reset
+// the connection and drop what the kernel still held to send, so the
+// connection's sending side is shut down instead (the FIN follows the
+// output) and the runtime waits for the peer's FIN, dropping what it sends
+// meanwhile, for at most 500 ms (less if CloseTimeout ends sooner) before
+// it closes the socket, as net/http does after CloseWrite; OnClose comes
+// after that close. A peer that does not take the output cannot
 // hold the connection: past Config.CloseTimeout (10 s by default) after
 // the Close, or sooner when the write timeout of SetWriteTimeout passes
 // without progress, the output is dropped, the connection reset (the peer

@@ -16,7 +16,9 @@ import (
 //	-> wait until no goroutine is inside a syscall on fd (refs) and the
 //	   fd's in-flight ops reach zero (netFD.ops, reap counts them down)
 //	-> close(2), untrack -> Close returns (net.Conn) or OnClose runs
-//	   (callback conn, whose loop also drains its queued output first).
+//	   (callback conn, whose loop also drains its queued output first,
+//	   and lingers for the peer's FIN when close(2) would reset: see
+//	   callback_linger.go).
 //
 // A TCP net.Conn with nothing unread takes a shortcut (shutClose): Close
 // shuts the socket down itself, so the FIN leaves at once, and returns; the

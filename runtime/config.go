@@ -142,8 +142,10 @@ type Config struct {
 	// never reads would otherwise hold the connection and its queue for
 	// ever. It is a total, not a period without progress: a peer must take
 	// the queue at MaxWriteBuffer/CloseTimeout or faster. 0 means
-	// DefaultCloseTimeout (10 s); < 0 waits for ever. io_uring backend
-	// (BackendStd closes at once, the kernel sending what it holds).
+	// DefaultCloseTimeout (10 s); < 0 waits for ever. The wait for the
+	// peer's FIN after the output is sent (CallbackConn.Close) ends by
+	// CloseTimeout too. io_uring backend (BackendStd closes at once, the
+	// kernel sending what it holds).
 	CloseTimeout time.Duration
 	// ReusePort makes every TCP Listen of this runtime a ListenConfig
 	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop

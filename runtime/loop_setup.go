@@ -122,6 +122,11 @@ func (l *loop) stop() {
 	}
 	l.stopping = true
 	for cc := range l.cbConns {
+		if cc.lingering {
+			cc.endLinger() // callback_linger.go: closed now, not at the bound
+			cc.maybeFinalize()
+			continue
+		}
 		cc.closeOnLoop(errRuntimeClosed)
 	}
 	for _, ln := range l.serving {

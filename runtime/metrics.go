@@ -29,6 +29,7 @@ type loopStats struct {
 	acceptPollArmed            atomic.Uint64
 	directSent, directRest     atomic.Uint64 // callback_direct.go: whole, and with a rest posted
 	loopSent, loopRest         atomic.Uint64 // callback_loopsend.go: send(2)s from the loop that took something, and tries that left a rest for the ring
+	lingers, lingersCut        atomic.Uint64 // callback_linger.go: closes that waited for the peer, and those the bound ended
 	inflight                   atomic.Int64
 	blockingWait               durHist
 	_                          [64]byte

@@ -25,6 +25,7 @@ const (
 	opAcceptCB                   // multishot accept for Serve (op_accept.go)
 	opTimer                      // accept back-off timer (op_accept.go)
 	opUDPRecv                    // multishot recvmsg of a PacketConn (udp_multishot.go)
+	opCBLinger                   // a closing callback conn's discarding recv (callback_linger.go)
 )
 
 // op is one request the loop has (or will have) in flight. Its life is
@@ -60,7 +61,7 @@ type op struct {
 	res      int32
 	flags    uint32
 	nfd      *netFD        // opPollIn/opPollOut/opRecv/opSend/opAcceptCB
-	cc       *CallbackConn // opCBRecv/opCBSend
+	cc       *CallbackConn // opCBRecv/opCBSend/opCBLinger
 	ln       *listener     // opAcceptCB/opTimer
 	ur       *udpRing      // opUDPRecv
 	done     chan struct{}
@@ -125,6 +126,8 @@ func (l *loop) prep(sqe *netpoll.SQE, o *op) {
 		sqe.PrepTimeout(&o.ts, 0, false)
 	case opUDPRecv:
 		o.ur.prep(sqe)
+	case opCBLinger:
+		o.cc.prepLinger(sqe, o)
 	}
 }
 
@@ -149,6 +152,8 @@ func (l *loop) complete(o *op) {
 		o.ln.onTimer(l, o)
 	case opUDPRecv:
 		o.ur.onCQE(l, o)
+	case opCBLinger:
+		o.cc.onLinger(o)
 	}
 }
 

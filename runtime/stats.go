@@ -110,6 +110,15 @@ type LoopStats struct {
 	// (the peer took none of the queued output) and Config.CloseTimeout (a
 	// graceful close could not send its queued output in time).
 	ReadTimeouts, WriteTimeouts, CloseTimeouts uint64
+	// Lingers counts graceful closes of callback connections that found
+	// the peer's input unread or their output not yet acknowledged when
+	// all of it was in the socket, so that close(2) would have reset the
+	// connection (now, or when the peer sent more) and dropped output the
+	// kernel still held: they shut down the sending side and waited for
+	// the peer's FIN, dropping what it sent meanwhile, before close(2).
+	// LingersCut counts those that the bound ended instead (500 ms, or
+	// the rest of Config.CloseTimeout): their close(2) may still reset.
+	Lingers, LingersCut uint64
 	// WriteRefusedConn and WriteRefusedRuntime count callback writes
 	// refused with ErrWriteBufferFull: the connection's queue would have
 	// passed Config.MaxWriteBuffer, or all queues Config.MaxBufferedBytes.
@@ -186,6 +195,7 @@ func (l *loop) snapshot() LoopStats {
 	// closed before accepted: a connection is counted accepted before
 	// closed, so Accepted-Closed never reads negative.
 	closed := st.closed.Load()
+	lingersCut := st.lingersCut.Load() // likewise before lingers
 	return LoopStats{
 		ID:                  l.id,
 		SQEsSubmitted:       st.sqes.Load(),
@@ -220,6 +230,8 @@ func (l *loop) snapshot() LoopStats {
 		ReadTimeouts:        l.budget.timedOut[timedOutRead].Load(),
 		WriteTimeouts:       l.budget.timedOut[timedOutWrite].Load(),
 		CloseTimeouts:       l.budget.timedOut[timedOutClose].Load(),
+		Lingers:             st.lingers.Load(),
+		LingersCut:          lingersCut,
 		WriteRefusedConn:    l.budget.refused[capConn].Load(),
 		WriteRefusedRuntime: l.budget.refused[capRuntime].Load(),
 		UDP: UDPStats{

@@ -83,6 +83,8 @@ var (
 	dBuffered   = desc("output_buffered_bytes", "Bytes of queue chunks that callback connections hold for output not yet sent (capped by MaxBufferedBytes, plus the stated overshoot).", "loop")
 	dIdleClosed = desc("idle_closed_total", "Connections closed by Config.IdleTimeout (no read or write progress for that long).", "loop")
 	dTimedOut   = desc("connections_timed_out_total", "Callback connections the runtime cut off because a timeout passed, by kind: read (SetReadTimeout: the peer sent nothing for that long), write (SetWriteTimeout: the peer took none of the queued output for that long), close (Config.CloseTimeout: a graceful Close could not send the queued output in time, the peer does not read). Each was reset, so its peer sees an error, not an orderly end, and its queued output was dropped.", "loop", "kind")
+	dLingers    = desc("close_lingers_total", "Graceful closes of callback connections that waited for the peer once their output was all in the socket: the peer's input was unread or the output not yet acknowledged, so a close(2) then would have reset the connection (at once, or when the peer sent more) and dropped output the kernel still held. Each shut its sending side down and dropped what the peer sent until the peer's FIN or the bound (500 ms, or the rest of Config.CloseTimeout).", "loop")
+	dLingersCut = desc("close_lingers_cut_total", "Lingering closes (close_lingers_total) that the bound ended before the peer's FIN; their close(2) may still have reset the connection.", "loop")
 	dRefused    = desc("write_refusals_total", "Writes to callback connections refused with ErrWriteBufferFull (nothing of them was queued; the handler drops, waits for OnDrained, or closes), by kind: conn (the connection's unsent output would pass Config.MaxWriteBuffer: its peer reads slower than the handler writes) or runtime (all connections' unsent output would pass Config.MaxBufferedBytes: the process is at its output memory cap).", "loop", "kind")
 
 	// PacketConns.
@@ -96,7 +98,7 @@ var (
 
 var runtimeDescs = []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dEAGAIN, dLent, dStream,
 	dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
-	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed, dTimedOut, dRefused,
+	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed, dTimedOut, dLingers, dLingersCut, dRefused,
 	dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled}
 
 type collector struct {
@@ -188,6 +190,8 @@ func collectLoop(out sink, l *uringrt.LoopStats) {
 	out.counter(dTimedOut, l.ReadTimeouts, id, "read")
 	out.counter(dTimedOut, l.WriteTimeouts, id, "write")
 	out.counter(dTimedOut, l.CloseTimeouts, id, "close")
+	out.counter(dLingers, l.Lingers, id)
+	out.counter(dLingersCut, l.LingersCut, id)
 	out.counter(dRefused, l.WriteRefusedConn, id, "conn")
 	out.counter(dRefused, l.WriteRefusedRuntime, id, "runtime")
 	u := &l.UDP
