@@ -16,32 +16,42 @@ import (
 // close(2) with a reset (RST) when input is left unread, and a socket
 // closed with its output not yet acknowledged resets too when the peer's
 // data arrives later. A reset drops what the socket still held to send:
-// the peer, still sending while it reads slowly, would read ECONNRESET
-// instead of the end of the output Close promised to send. So, at the
-// end of a graceful close (Close, AsyncClose, the peer's EOF; not a
-// failure, a timeout's cut-off or the runtime closing), when the peer has
-// not sent its FIN and the socket holds unread input (SIOCINQ) or
-// unacknowledged output (SIOCOUTQ):
+// the peer, still sending while it reads slowly, would read ECONNRESET (or,
+// when its own write took the error first, an orderly end) instead of the
+// end of the output Close promised to send. So, at the end of a graceful
+// close (Close, AsyncClose, Shutdown; not a failure, a timeout's cut-off,
+// the runtime closing, nor after the peer's FIN was read), when the
+// socket holds unread input (SIOCINQ) or unacknowledged output
+// (SIOCOUTQ):
 //
 //	shutdown(SHUT_WR): the FIN follows the output
 //	-> a recv with no buffer and MSG_TRUNC (the kernel drops the peer's
-//	   bytes without a copy), armed again while the peer sends
-//	-> the peer's FIN (recv 0), an error, lingerMax, the end of
-//	   Config.CloseTimeout, or the runtime closing ends it
+//	   bytes without a copy), armed again while the peer sends, up to
+//	   lingerDiscardMax bytes (an upload nobody reads costs no more)
+//	-> it ends at the peer's FIN (recv 0) or an error; when the peer has
+//	   acknowledged all the output and the FIN (SIOCOUTQ 0, looked at
+//	   every lingerCheck); when the peer took none of the output for
+//	   lingerMax; at the end of Config.CloseTimeout; or at once when the
+//	   runtime closes
 //	-> close(2), then OnClose, as for any close.
 //
-// Up to lingerDiscardMax bytes are dropped; a peer that sends more is left
-// unread until the bound (an upload nobody wants costs the loop no more
-// than that). With both queues empty (the common end of a request and
-// response, its answer acknowledged) the fd is closed at once, as before:
-// two ioctls. A reset that comes after the peer acknowledged all output
-// loses nothing: the peer still reads what its socket received, then the
-// error. The connection stays counted (Stats, MaxConns) until its close(2);
-// its timers, write caps and budget are done with when it begins.
+// A reset that comes after the peer acknowledged everything loses
+// nothing: the peer reads what its socket received, the FIN, then nothing
+// more (measured on Linux 6.18: an RST leaves the receive queue whole).
+// So a close that finds both queues empty (the common end of a request and
+// its answer, acknowledged) closes at once, after two ioctls, and a linger
+// ends as soon as the peer has the output. The connection stays counted
+// (Stats, MaxConns) until its close(2); its timers, write caps and budget
+// are done with when it begins.
 
-// lingerMax bounds a close's wait for the peer's FIN, as net/http's
-// rstAvoidanceDelay bounds its wait after CloseWrite.
+// lingerMax is how long a linger waits for a peer that takes none of the
+// output (nor sends its FIN), as net/http's rstAvoidanceDelay bounds its
+// wait after CloseWrite. A peer that keeps taking it is waited for up to
+// Config.CloseTimeout, as the close's sending was.
 const lingerMax = 500 * time.Millisecond
+
+// lingerCheck is the period of a linger's look at the socket's send queue.
+const lingerCheck = 25 * time.Millisecond
 
 // lingerDiscardMax is the most input a linger drops before it stops
 // reading (net/http reads up to 256 KiB of a request body nobody read).
@@ -51,8 +61,11 @@ const lingerDiscardMax = 256 << 10
 // timers (connTimers.lg) while it lasts.
 type cbLinger struct {
 	op   op        // the discarding recv (opCBLinger)
-	t    LoopTimer // the bound
+	t    LoopTimer // the look at the send queue (lingerCheckDue)
 	left int       // bytes it may still drop
+	outq int       // the send queue at the last look
+	took int64     // monoNow when the peer last took output (or the linger began)
+	end  int64     // monoNow when Config.CloseTimeout ends it; 0: never
 	done bool      // ended: close once op's CQE is in
 }
 
@@ -83,41 +96,78 @@ func (c *CallbackConn) startLinger() bool {
 	if err != nil {
 		return false
 	}
-	if inq == 0 {
-		if outq, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ); err != nil || outq == 0 {
-			return false // the peer has all of it: close now
-		}
+	outq, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	if err != nil || inq == 0 && outq == 0 {
+		return false // the peer has all of it: close now
 	}
 	l := c.l
-	tm := c.timers()
-	d := int64(lingerMax)
+	now := monoNow()
+	var end int64
 	if ct := int64(l.rt.cfg.CloseTimeout); ct > 0 {
 		// Never past the close's own bound: the close timer's due time
 		// when one runs, else (nothing was queued at Close) from now.
-		d = min(d, ct)
-		if tm.clT != nil {
-			d = min(d, tm.clT.when-monoNow())
+		end = now + ct
+		if c.tm != nil && c.tm.clT != nil {
+			end = c.tm.clT.when
+		}
+		if end <= now {
+			return false
 		}
 	}
-	if d <= 0 || !c.fd.plainTCPNow() {
-		return false // no time left; or SO_LINGER or MPTCP: close(2) as the user set it
+	if !c.fd.plainTCPNow() || unix.Shutdown(fd, unix.SHUT_WR) != nil {
+		return false // SO_LINGER or MPTCP: close(2) as the user set it
 	}
-	if unix.Shutdown(fd, unix.SHUT_WR) != nil {
-		return false
-	}
-	c.dropCloseTimer() // the output is sent: the linger's bound replaces it
-	lg := &cbLinger{left: lingerDiscardMax}
+	c.dropCloseTimer()                                                           // the output is sent: the linger's own bounds replace it
+	lg := &cbLinger{left: lingerDiscardMax, outq: outq + 1, took: now, end: end} // (+1: the FIN)
 	lg.op = op{kind: opCBLinger, fd: fd, cc: c}
 	if c.slot >= 0 {
 		lg.op.fd, lg.op.sqeFlags = int(c.slot), netpoll.SQEFixedFile
 	}
-	lg.t = LoopTimer{c: c, check: (*CallbackConn).lingerDue}
-	tm.lg = lg
+	lg.t = LoopTimer{c: c, check: (*CallbackConn).lingerCheckDue}
+	c.timers().lg = lg
 	c.lingering = true
 	l.stats.lingers.Add(1)
-	l.addTimer(&lg.t, d)
+	c.armLingerCheck(now)
 	l.arm(&lg.op)
 	return !lg.done
+}
+
+// armLingerCheck arms the linger's next look, lingerCheck from now or at
+// its end, whichever comes first (loop only).
+func (c *CallbackConn) armLingerCheck(now int64) {
+	lg := c.tm.lg
+	d := int64(lingerCheck)
+	if lg.end > 0 {
+		d = min(d, lg.end-now)
+	}
+	lg.t.state.Store(timerArmed)
+	c.l.addTimer(&lg.t, d)
+}
+
+// lingerCheckDue looks at c's send queue (a timer check, loop only): the
+// linger ends once the peer acknowledged everything, and is cut when the
+// peer took nothing for lingerMax or the close's time is up.
+func (c *CallbackConn) lingerCheckDue(now int64) {
+	lg := c.tm.lg
+	if !c.lingering || lg.done {
+		return
+	}
+	q, err := unix.IoctlGetInt(c.fd.fd, unix.SIOCOUTQ)
+	switch {
+	case err != nil || q == 0:
+		c.endLinger() // the peer has the output and the FIN
+	case q < lg.outq:
+		lg.outq, lg.took = q, now
+		fallthrough
+	default:
+		if now-lg.took < int64(lingerMax) && (lg.end == 0 || now < lg.end) {
+			c.armLingerCheck(now)
+			return
+		}
+		c.l.stats.lingersCut.Add(1)
+		c.endLinger()
+	}
+	c.maybeFinalize()
 }
 
 // prepLinger preps the discarding recv of up to the bytes left.
@@ -127,7 +177,7 @@ func (c *CallbackConn) prepLinger(sqe *netpoll.SQE, o *op) {
 
 // onLinger handles the discarding recv's CQE: armed again while the peer
 // sends and the discard allowance lasts; the peer's FIN, an error or a
-// cancel (the bound, the runtime closing) ends the linger.
+// cancel (the linger ended, the runtime closing) ends the linger.
 func (c *CallbackConn) onLinger(o *op) {
 	lg := c.tm.lg
 	l := c.l
@@ -138,7 +188,7 @@ func (c *CallbackConn) onLinger(o *op) {
 		if lg.left > 0 {
 			l.arm(o)
 		}
-		// else the peer sends on: left unread until the bound
+		// else the peer sends on: left unread from now
 		return
 	case res == -int32(syscall.EAGAIN):
 		// An io-wq retry that found the nonblocking socket empty
@@ -146,21 +196,11 @@ func (c *CallbackConn) onLinger(o *op) {
 		l.arm(o)
 		return
 	default:
-		// 0: the peer's FIN, it read the output and closed; < 0: an
-		// error (a reset: there is nothing left to deliver) or the
-		// cancel of the bound or the runtime's close.
+		// 0: the peer's FIN (it read the output and closed); < 0: an
+		// error (a reset: nothing is left to deliver) or the cancel of
+		// the runtime's close.
 		c.endLinger()
 	}
-	c.maybeFinalize()
-}
-
-// lingerDue ends c's linger at its bound (a timer check, loop only).
-func (c *CallbackConn) lingerDue(int64) {
-	if !c.lingering || c.tm.lg.done {
-		return
-	}
-	c.l.stats.lingersCut.Add(1)
-	c.endLinger()
 	c.maybeFinalize()
 }
 

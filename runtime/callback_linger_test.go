@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +27,14 @@ type lingerPeer struct {
 // newLingerPeer serves one connection whose handler pauses reading, dials
 // it and sends ping, which the server leaves unread.
 func newLingerPeer(t *testing.T, cfg Config, ping []byte) *lingerPeer {
+	return newLingerPeerBufs(t, cfg, ping, false)
+}
+
+// newLingerPeerBufs is newLingerPeer; with stall, the client's receive
+// buffer is small (4 KiB) and the server's send buffer large, so that
+// output the client does not read stays in the server's socket,
+// unacknowledged.
+func newLingerPeerBufs(t *testing.T, cfg Config, ping []byte, stall bool) *lingerPeer {
 	t.Helper()
 	if cfg.Loops == 0 {
 		cfg.Loops = 1
@@ -37,9 +46,23 @@ func newLingerPeer(t *testing.T, cfg Config, ping []byte) *lingerPeer {
 		Data:  func(c *CallbackConn, d []byte) { t.Errorf("OnData of %d bytes while paused", len(d)) },
 		Close: func(c *CallbackConn, err error) { p.calls.Add(1); p.closes <- err },
 	}).Addr().String()
-	p.client = dialStd(t, addr, 1)[0]
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if stall {
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<10) })
+		}
+	}
+	client, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	p.client = client
 	p.client.SetDeadline(time.Now().Add(20 * time.Second))
 	p.cc = <-opened
+	if stall {
+		unix.SetsockoptInt(p.cc.fd.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<20)
+	}
 	if len(ping) > 0 {
 		if _, err := p.client.Write(ping); err != nil {
 			t.Fatal(err)
@@ -98,18 +121,44 @@ func (p *lingerPeer) closedOnce(t *testing.T) LoopStats {
 	return st
 }
 
-// TestCallbackLingerPeerNeverCloses: a Close while the peer's bytes sit
-// unread sends the output and the FIN (the peer reads all of it, then
-// io.EOF, not a reset), then waits for the peer's FIN; a peer that never
-// sends one is closed at the bound, OnClose once with nil, the descriptor
-// closed and the linger counted as cut.
-func TestCallbackLingerPeerNeverCloses(t *testing.T) {
-	p := newLingerPeer(t, Config{}, []byte("ping"))
-	out := make([]byte, 100<<10)
+// TestCallbackLingerPeerStopsReading: a Close while the peer's bytes sit
+// unread and the peer reads none of the output: the close shuts the
+// sending side down and waits; with no output taken for lingerMax it
+// closes (OnClose once, nil; the descriptor closed; the linger counted as
+// cut), and the kernel still delivers the output and the FIN to a peer
+// that reads later.
+func TestCallbackLingerPeerStopsReading(t *testing.T) {
+	p := newLingerPeerBufs(t, Config{}, []byte("ping"), true)
+	out := make([]byte, 128<<10)
 	for i := range out {
 		out[i] = byte(i)
 	}
 	start := time.Now()
+	p.cc.AsyncWrite(out)
+	p.cc.AsyncClose()
+	cerr, closedAt := p.onClose(t, 10*time.Second)
+	if cerr != nil {
+		t.Fatalf("OnClose: %v, want nil", cerr)
+	}
+	if d := closedAt.Sub(start); d < lingerMax*8/10 {
+		t.Fatalf("OnClose %v after the Close: the close did not wait for the peer", d)
+	}
+	st := p.closedOnce(t)
+	if st.Lingers != 1 || st.LingersCut != 1 {
+		t.Fatalf("Lingers %d, LingersCut %d; want 1, 1", st.Lingers, st.LingersCut)
+	}
+	got, err := p.readAll()
+	if err != io.EOF || len(got) != len(out) {
+		t.Fatalf("the peer read %d of %d bytes, then %v; want all, then io.EOF", len(got), len(out), err)
+	}
+}
+
+// TestCallbackLingerPeerReadsNeverCloses: a peer that reads the output
+// and the FIN (io.EOF, not a reset) but never closes ends the linger once
+// it acknowledged them, well before lingerMax.
+func TestCallbackLingerPeerReadsNeverCloses(t *testing.T) {
+	p := newLingerPeer(t, Config{}, []byte("ping"))
+	out := make([]byte, 100<<10)
 	p.cc.AsyncWrite(out)
 	p.cc.AsyncClose()
 	got, err := p.readAll()
@@ -121,15 +170,9 @@ func TestCallbackLingerPeerNeverCloses(t *testing.T) {
 	if cerr != nil {
 		t.Fatalf("OnClose: %v, want nil", cerr)
 	}
-	if eofAt.After(closedAt) {
-		t.Fatal("OnClose before the peer read the FIN")
-	}
-	if d := closedAt.Sub(start); d < lingerMax*8/10 {
-		t.Fatalf("OnClose %v after the Close: the close did not wait for the peer", d)
-	}
 	st := p.closedOnce(t)
-	if st.Lingers != 1 || st.LingersCut != 1 {
-		t.Fatalf("Lingers %d, LingersCut %d; want 1, 1", st.Lingers, st.LingersCut)
+	if st.Lingers != 1 || st.LingersCut != 0 {
+		t.Fatalf("Lingers %d, LingersCut %d; want 1, 0 (OnClose %v after the peer's EOF)", st.Lingers, st.LingersCut, closedAt.Sub(eofAt))
 	}
 }
 
@@ -228,10 +271,12 @@ func TestCallbackLingerPeerSendsOn(t *testing.T) {
 	}
 }
 
-// TestCallbackLingerUploadBounded: a peer that uploads without end is read
-// (dropped) up to lingerDiscardMax and then left to the bound.
+// TestCallbackLingerUploadBounded: a peer that uploads without end and
+// reads none of the output has its bytes dropped (up to lingerDiscardMax,
+// none delivered) until lingerMax ends the linger.
 func TestCallbackLingerUploadBounded(t *testing.T) {
-	p := newLingerPeer(t, Config{}, []byte("ping"))
+	p := newLingerPeerBufs(t, Config{}, []byte("ping"), true)
+	read0 := p.rt.Stats().Loops[0].ReadBytes
 	go func() {
 		b := make([]byte, 64<<10)
 		for {
@@ -240,13 +285,13 @@ func TestCallbackLingerUploadBounded(t *testing.T) {
 			}
 		}
 	}()
-	p.cc.AsyncWrite([]byte("bye"))
+	p.cc.AsyncWrite(make([]byte, 128<<10)) // not read: the linger lasts until lingerMax
 	p.cc.AsyncClose()
 	if cerr, _ := p.onClose(t, 10*time.Second); cerr != nil {
 		t.Fatalf("OnClose: %v, want nil", cerr)
 	}
-	if st := p.closedOnce(t); st.Lingers != 1 || st.LingersCut != 1 {
-		t.Fatalf("Lingers %d, LingersCut %d; want 1, 1", st.Lingers, st.LingersCut)
+	if st := p.closedOnce(t); st.Lingers != 1 || st.LingersCut != 1 || st.ReadBytes != read0 {
+		t.Fatalf("Lingers %d, LingersCut %d, ReadBytes %d -> %d; want 1, 1, unchanged", st.Lingers, st.LingersCut, read0, st.ReadBytes)
 	}
 }
 
@@ -254,9 +299,9 @@ func TestCallbackLingerUploadBounded(t *testing.T) {
 // Config.CloseTimeout allows the close.
 func TestCallbackLingerCloseTimeout(t *testing.T) {
 	const ct = 100 * time.Millisecond
-	p := newLingerPeer(t, Config{CloseTimeout: ct}, []byte("ping"))
+	p := newLingerPeerBufs(t, Config{CloseTimeout: ct}, []byte("ping"), true)
 	start := time.Now()
-	p.cc.AsyncWrite([]byte("bye"))
+	p.cc.AsyncWrite(make([]byte, 128<<10))
 	p.cc.AsyncClose()
 	cerr, at := p.onClose(t, 10*time.Second)
 	if cerr != nil {
@@ -271,8 +316,9 @@ func TestCallbackLingerCloseTimeout(t *testing.T) {
 }
 
 // TestCallbackLingerRuntimeClose: the runtime's Close or Shutdown while a
-// close lingers for a peer that never closes: Close ends the linger at
-// once; Shutdown waits for it (its bound), or closes at its context's end.
+// close lingers for a peer that neither reads nor closes: Close ends the linger at
+// once; Shutdown waits for it (lingerMax, the peer taking nothing), or
+// closes at its context's end.
 // OnClose runs once, with nil, and the descriptor is closed.
 func TestCallbackLingerRuntimeClose(t *testing.T) {
 	for _, tc := range []struct {
@@ -290,8 +336,8 @@ func TestCallbackLingerRuntimeClose(t *testing.T) {
 		{"Shutdown", func(rt *Runtime) error { return rt.Shutdown(context.Background()) }, lingerMax / 4, 5 * time.Second, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newLingerPeer(t, Config{}, []byte("ping"))
-			p.cc.AsyncWrite([]byte("bye"))
+			p := newLingerPeerBufs(t, Config{}, []byte("ping"), true)
+			p.cc.AsyncWrite(make([]byte, 128<<10))
 			p.cc.AsyncClose()
 			if !relWaitFor(5*time.Second, func() bool { return p.rt.Stats().Loops[0].Lingers == 1 }) {
 				t.Fatal("the close did not linger")
