@@ -392,3 +392,24 @@ func TestCallbackLingerNotWhenDone(t *testing.T) {
 		t.Fatalf("Lingers %d, want 0", st.Lingers)
 	}
 }
+
+// TestCallbackLingerNotAfterPeerFIN: a Close whose socket holds only the
+// peer's FIN unread (and no output unacknowledged) closes at once: close(2)
+// answers a FIN left unread with a FIN of its own, not a reset.
+func TestCallbackLingerNotAfterPeerFIN(t *testing.T) {
+	p := newLingerPeer(t, Config{}, nil)
+	p.client.(*net.TCPConn).CloseWrite()
+	if !relWaitFor(5*time.Second, func() bool { in, _ := sockQueues(p.cc.fd.fd); return in }) {
+		t.Fatal("the peer's FIN did not reach the server's socket")
+	}
+	p.cc.AsyncClose()
+	if cerr, _ := p.onClose(t, 5*time.Second); cerr != nil {
+		t.Fatalf("OnClose: %v, want nil", cerr)
+	}
+	if n, err := p.client.Read(make([]byte, 8)); err != io.EOF {
+		t.Fatalf("the peer read %d bytes, then %v; want io.EOF", n, err)
+	}
+	if st := p.closedOnce(t); st.Lingers != 0 {
+		t.Fatalf("Lingers %d, want 0", st.Lingers)
+	}
+}
