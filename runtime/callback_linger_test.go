@@ -413,3 +413,58 @@ func TestCallbackLingerNotAfterPeerFIN(t *testing.T) {
 		t.Fatalf("Lingers %d, want 0", st.Lingers)
 	}
 }
+
+// TestLingerKernelRSTKeepsAcked checks the kernel behaviour a close that
+// does not linger relies on: once the peer acknowledged the output, a reset
+// (the close of a socket with input unread, or a closed socket's answer
+// to the peer's later data) leaves what the peer's socket received whole;
+// and that a reset while output is unacknowledged is the loss a linger
+// prevents. Plain sockets of Go's net on both sides.
+func TestLingerKernelRSTKeepsAcked(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		size     int  // written by the server, not read by the client until the end
+		finFirst bool // the server closes with nothing unread, then the client sends; else the client sends first
+		whole    bool
+	}{
+		{"acked/reset-at-close", 60000, false, true},
+		{"acked/reset-after-fin", 60000, true, true},
+		{"unacked/reset-at-close", 4 << 20, false, false},
+		{"unacked/reset-after-fin", 4 << 20, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.(*net.TCPConn).SetReadBuffer(64 << 10) // 60000 bytes fit, 4 MiB does not
+			s, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			go s.Write(make([]byte, tc.size))
+			time.Sleep(100 * time.Millisecond)
+			if tc.finFirst {
+				s.Close()
+				time.Sleep(20 * time.Millisecond)
+				c.Write([]byte("ping"))
+			} else {
+				c.Write([]byte("ping"))
+				time.Sleep(20 * time.Millisecond)
+				s.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+			n, err := io.Copy(io.Discard, c)
+			if whole := n == int64(tc.size); whole != tc.whole {
+				t.Fatalf("the client read %d of %d bytes, then %v", n, tc.size, err)
+			}
+		})
+	}
+}
