@@ -38,12 +38,12 @@ import (
 //
 // A reset that comes after the peer acknowledged everything loses
 // nothing: the peer reads what its socket received, the FIN, then nothing
-// more (measured on Linux 6.18: an RST leaves the receive queue whole).
-// So a close that finds both queues empty (the common end of a request and
-// its answer, acknowledged) closes at once, after one getsockopt
-// (sockQueues), and a linger ends as soon as the peer has the output. The connection stays counted
-// (Stats, MaxConns) until its close(2); its timers, write caps and budget
-// are done with when it begins.
+// more (an RST leaves the receive queue whole: TestLingerKernelRSTKeepsAcked).
+// So a close that finds both queues empty (the common end of a request
+// and its answer, acknowledged) closes at once, after one getsockopt
+// (sockQueues), and a linger ends as soon as the peer has the output. The
+// connection stays counted (Stats, MaxConns) until its close(2); its
+// timers, write caps and budget are done with when the linger begins.
 
 // lingerMax is how long a linger waits for a peer that takes none of the
 // output (nor sends its FIN), as net/http's rstAvoidanceDelay bounds its

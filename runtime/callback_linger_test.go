@@ -468,3 +468,40 @@ func TestLingerKernelRSTKeepsAcked(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLingerProbe: what a graceful close pays to learn whether it
+// must linger, on a connected loopback TCP socket with both queues empty:
+// one getsockopt(SO_MEMINFO) (sockQueues) against SIOCINQ and SIOCOUTQ.
+func BenchmarkLingerProbe(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rc, _ := s.(*net.TCPConn).SyscallConn()
+	var fd int
+	rc.Control(func(f uintptr) { fd = int(f) })
+	b.Run("meminfo", func(b *testing.B) {
+		for b.Loop() {
+			if in, out := sockQueues(fd); in || out {
+				b.Fatal("queues not empty")
+			}
+		}
+	})
+	b.Run("ioctls", func(b *testing.B) {
+		for b.Loop() {
+			unix.IoctlGetInt(fd, unix.SIOCINQ)
+			unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+		}
+	})
+}

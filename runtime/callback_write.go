@@ -324,10 +324,11 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 // unread) or has not yet acknowledged the output, a close(2) would reset
 // the connection and drop what the kernel still held to send, so the
 // connection's sending side is shut down instead (the FIN follows the
-// output) and the runtime waits for the peer's FIN, dropping what it sends
-// meanwhile, for at most 500 ms (less if CloseTimeout ends sooner) before
-// it closes the socket, as net/http does after CloseWrite; OnClose comes
-// after that close. A peer that does not take the output cannot
+// output) and the runtime waits, dropping what the peer sends meanwhile,
+// until the peer closes too or has acknowledged all the output, as
+// net/http waits after CloseWrite; a peer that takes none of it for 500 ms
+// ends the wait, and CloseTimeout bounds it. OnClose comes after the
+// socket's close. A peer that does not take the output cannot
 // hold the connection: past Config.CloseTimeout (10 s by default) after
 // the Close, or sooner when the write timeout of SetWriteTimeout passes
 // without progress, the output is dropped, the connection reset (the peer

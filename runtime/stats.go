@@ -115,9 +115,10 @@ type LoopStats struct {
 	// all of it was in the socket, so that close(2) would have reset the
 	// connection (now, or when the peer sent more) and dropped output the
 	// kernel still held: they shut down the sending side and waited for
-	// the peer's FIN, dropping what it sent meanwhile, before close(2).
-	// LingersCut counts those that the bound ended instead (500 ms, or
-	// the rest of Config.CloseTimeout): their close(2) may still reset.
+	// the peer's FIN or its acknowledgement of all the output, dropping
+	// what it sent meanwhile, before close(2). LingersCut counts those
+	// ended instead because the peer took no output for 500 ms or
+	// Config.CloseTimeout passed: their close(2) may still reset.
 	Lingers, LingersCut uint64
 	// WriteRefusedConn and WriteRefusedRuntime count callback writes
 	// refused with ErrWriteBufferFull: the connection's queue would have

@@ -34,7 +34,7 @@ fi
 . "$ROOT/scripts/lib.sh"
 CLK=$(getconf CLK_TCK)
 EV=sched:sched_switch,sched:sched_wakeup,cpu-migrations
-for s in io_uring_enter write read sendto recvfrom futex epoll_pwait epoll_ctl accept4 close shutdown setsockopt getsockname nanosleep sched_yield; do
+for s in io_uring_enter write read sendto recvfrom ioctl getsockopt futex epoll_pwait epoll_ctl accept4 close shutdown setsockopt getsockname nanosleep sched_yield; do
 	EV=$EV,syscalls:sys_enter_$s
 done
 
