@@ -11,7 +11,8 @@ import (
 // Shutdown stops accepting, asks connections to finish and waits for them,
 // then closes the runtime. Callback connections stop reading and close once
 // their queued output is sent (or, for a peer that does not read, reset at
-// Config.CloseTimeout); net.Conn connections get a read deadline of
+// Config.CloseTimeout), after the wait for a peer still sending that
+// CallbackConn.Close describes; net.Conn connections get a read deadline of
 // now, so a handler blocked in Read returns and closes (so does one that
 // joins during the drain: accepted by an Accept already past accept4, or
 // dialed). If ctx ends first,
