@@ -51,6 +51,8 @@ var knownMetrics = map[string]string{
 	"uringrt_idle_closed_total":              "counter",
 	"uringrt_connections_timed_out_total":    "counter",
 	"uringrt_write_refusals_total":           "counter",
+	"uringrt_close_lingers_total":            "counter",
+	"uringrt_close_lingers_cut_total":        "counter",
 	// gauges
 	"uringrt_connections_active":    "gauge",
 	"uringrt_worker_queue_depth":    "gauge",
