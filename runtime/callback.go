@@ -257,7 +257,13 @@ func (c *CallbackConn) maybeFinalize() {
 		return
 	}
 	l := c.l
-	c.directWait() // callback_direct.go: no writer's send(2) on the fd it closes
+	if c.directWait() == dsRest && !l.stopping {
+		// A writer's direct send(2) left a rest, on its way to the loop
+		// (pendingWrites counted it after the check above): it is sent
+		// first, and its arrival (queueFront) comes back here. Closing
+		// now dropped bytes whose AsyncWrite had succeeded.
+		return
+	}
 	if c.lingers() {
 		return // callback_linger.go: the peer may still send; wait for its FIN first
 	}

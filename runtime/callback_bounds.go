@@ -175,6 +175,9 @@ func (c *CallbackConn) cutOff(err error, kind int) {
 	}
 	c.l.budget.timedOut[kind].Add(1)
 	c.resetAtClose()
+	if c.lingering {
+		c.endLinger() // its recv's cancel brings the close (maybeFinalize)
+	}
 	if !c.closing {
 		c.closeOnLoop(err)
 		return

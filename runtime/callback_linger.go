@@ -43,7 +43,9 @@ import (
 // and its answer, acknowledged) closes at once, after one getsockopt
 // (sockQueues), and a linger ends as soon as the peer has the output. The
 // connection stays counted (Stats, MaxConns) until its close(2); its
-// timers, write caps and budget are done with when the linger begins.
+// output is all in the kernel by then, so no write cap, budget or write
+// timeout has anything left to act on (a timeout's cut-off during a
+// linger ends it: cutOff).
 
 // lingerMax is how long a linger waits for a peer that takes none of the
 // output (nor sends its FIN), as net/http's rstAvoidanceDelay bounds its
