@@ -3,7 +3,6 @@ package uringrt
 import (
 	"net"
 	"runtime"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,8 +101,7 @@ func (n *netFD) close() error {
 // The descriptor stays open (so never reused) until the loop's close(2).
 // BenchmarkConnCloseToEOF measures what this saves.
 func (n *netFD) shutClose() bool {
-	if n.connIO == nil || !(n.dialed || n.ln != nil) || n.rawTouched.Load() ||
-		!strings.HasPrefix(n.net, "tcp") || (n.family != unix.AF_INET && n.family != unix.AF_INET6) {
+	if n.connIO == nil || !(n.dialed || n.ln != nil) || n.rawTouched.Load() || !n.tcp() {
 		return false
 	}
 	if inq, err := unix.IoctlGetInt(n.fd, unix.SIOCINQ); err != nil || inq != 0 {
@@ -111,15 +109,9 @@ func (n *netFD) shutClose() bool {
 	}
 	// SO_LINGER set by a Dialer's or ListenConfig's Control hook (or
 	// inherited from the listener) is seen only here; MPTCP's shutdown is
-	// not TCP's. A socket known plain at creation skips asking, unless
-	// its listener was handed out raw since (SyscallConn, File).
-	if n.plainTCP && (n.ln == nil || !n.ln.fd.rawTouched.Load()) {
-		return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
-	}
-	if !plainTCPSocket(n.fd, n.family) {
-		return false
-	}
-	return unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
+	// not TCP's (plainTCPNow: known at creation unless handed out raw
+	// since, else asked).
+	return n.plainTCPNow() && unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
 }
 
 // cancelIO cancels o, the recv or send op of a policy that has one in
