@@ -52,6 +52,8 @@ var knownMetrics = map[string]string{
 	"uringrt_connections_timed_out_total":    "counter",
 	"uringrt_write_refusals_total":           "counter",
 	"uringrt_close_lingers_total":            "counter",
+	"uringrt_inline_runs_total":              "counter",
+	"uringrt_inline_takeovers_total":         "counter",
 	"uringrt_close_lingers_cut_total":        "counter",
 	// gauges
 	"uringrt_connections_active":    "gauge",

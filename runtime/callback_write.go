@@ -194,6 +194,9 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	if !c.reserve(n, false) {
 		return 0, ErrWriteBufferFull
 	}
+	if c.postOnLoop(p) { // callback_inline.go: a function of RunOnLoop
+		return len(p), nil
+	}
 	if c.sendDirect(p) { // callback_direct.go
 		return len(p), nil
 	}
@@ -356,6 +359,9 @@ func (c *CallbackConn) Close() error {
 func (c *CallbackConn) AsyncClose() error {
 	if c.std != nil {
 		return c.closeStd()
+	}
+	if c.closeOnLoopInline() { // callback_inline.go: a function of RunOnLoop
+		return nil
 	}
 	l := c.l
 	l.mu.Lock()

@@ -84,6 +84,7 @@ type loop struct {
 	budget            loopBudget // budget.go
 	idle              loopIdle   // idle.go
 	timers            loopTimers // callback timers (callback_timer.go)
+	inl               loopInline // functions of RunOnLoop (callback_inline.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
@@ -98,11 +99,17 @@ type loop struct {
 // submits and waits -> reap all CQEs -> run their completions as one batch
 // -> wake the goroutines of that batch.
 func (l *loop) run() {
-	defer close(l.done)
+	if haveCurG {
+		// A takeover's goroutine first of all (callback_inline.go).
+		l.inl.g.Store(curG())
+	}
 	idle := loopIdleWait
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
 		l.drainQueue()
+		if !l.runInline() { // callback_inline.go
+			return // another goroutine runs the loop now
+		}
 		l.resendCancels()
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
 		l.flushCB()
@@ -110,6 +117,7 @@ func (l *loop) run() {
 		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() {
 			l.exit()
 			l.teardown()
+			close(l.done)
 			return
 		}
 		var minC uint32

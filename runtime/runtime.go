@@ -57,9 +57,10 @@ type Runtime struct {
 	panicLogged atomic.Bool
 	panics      atomic.Uint64
 
-	budget rtBudget  // budget.go
-	kept   keptPool  // framing's kept-input buffers (callback_kept.go)
-	idle   idleSweep // idle.go
+	budget rtBudget      // budget.go
+	kept   keptPool      // framing's kept-input buffers (callback_kept.go)
+	idle   idleSweep     // idle.go
+	inlMon inlineMonitor // callback_inline.go
 }
 
 type closer interface{ Close() error }
@@ -338,4 +339,5 @@ func (rt *Runtime) stopLoops() {
 	for _, l := range rt.loops {
 		<-l.done
 	}
+	rt.inlMon.close()
 }

@@ -120,6 +120,11 @@ type LoopStats struct {
 	// ended instead because the peer took no output for 500 ms or
 	// Config.CloseTimeout passed: their close(2) may still reset.
 	Lingers, LingersCut uint64
+	// InlineRuns counts the functions of CallbackConn.RunOnLoop the loop
+	// ran; InlineTakeovers those that did not return within about a
+	// millisecond (or called LeaveLoop), so that the loop went on in a new
+	// goroutine: each held up the loop's other connections that long.
+	InlineRuns, InlineTakeovers uint64
 	// WriteRefusedConn and WriteRefusedRuntime count callback writes
 	// refused with ErrWriteBufferFull: the connection's queue would have
 	// passed Config.MaxWriteBuffer, or all queues Config.MaxBufferedBytes.
@@ -233,6 +238,8 @@ func (l *loop) snapshot() LoopStats {
 		CloseTimeouts:       l.budget.timedOut[timedOutClose].Load(),
 		Lingers:             st.lingers.Load(),
 		LingersCut:          lingersCut,
+		InlineRuns:          l.inl.runs.Load(),
+		InlineTakeovers:     l.inl.takeovers.Load(),
 		WriteRefusedConn:    l.budget.refused[capConn].Load(),
 		WriteRefusedRuntime: l.budget.refused[capRuntime].Load(),
 		UDP: UDPStats{

@@ -590,3 +590,82 @@ func TestBackendStd(t *testing.T) {
 		}
 	}
 }
+
+// inlineStats sums the runtime's counts of handlers run on the loop.
+func inlineStats(rt *uringrt.Runtime) (runs, takeovers uint64) {
+	for _, l := range rt.Stats().Loops {
+		runs += l.InlineRuns
+		takeovers += l.InlineTakeovers
+	}
+	return runs, takeovers
+}
+
+// TestHandlersOnLoop: by default handlers run on the loop (keep-alive,
+// the pipelined pair in one run,
+// pipelined and Connection: close requests alike); a handler that sleeps
+// there loses the loop to a takeover without holding up another
+// connection, and sends the next requests to the server's goroutines;
+// OffLoopHandlers runs none on the loop.
+func TestHandlersOnLoop(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		s := &Server{OffLoopHandlers: off, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/sleep" {
+				time.Sleep(100 * time.Millisecond)
+			}
+			io.WriteString(w, r.URL.Path)
+		})}
+		addr := serve(t, s)
+		c := dialT(t, addr)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+		for _, want := range []string{"/a", "/b"} {
+			resp := readRespT(t, br)
+			if b, _ := io.ReadAll(resp.Body); string(b) != want {
+				t.Fatalf("got %q, want %q", b, want)
+			}
+		}
+		for i := 0; i < 20; i++ {
+			io.WriteString(c, "GET /k HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp := readRespT(t, br)
+			io.ReadAll(resp.Body)
+		}
+		cl := dialT(t, addr)
+		io.WriteString(cl, "GET /close HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if b, err := io.ReadAll(cl); err != nil || !strings.HasSuffix(string(b), "/close") {
+			t.Fatalf("Connection: close: %q, %v", b, err)
+		}
+		runs, takeovers := inlineStats(s.Runtime)
+		if off && runs != 0 || !off && (runs < 22 || takeovers != 0) {
+			t.Fatalf("OffLoopHandlers %v: InlineRuns %d, InlineTakeovers %d", off, runs, takeovers)
+		}
+		if off {
+			continue
+		}
+		// A sleeping handler on the loop of the only loop.
+		sl := dialT(t, addr)
+		io.WriteString(sl, "GET /sleep HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(10 * time.Millisecond)
+		t0 := time.Now()
+		io.WriteString(c, "GET /k HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.ReadAll(readRespT(t, br).Body)
+		if d := time.Since(t0); d > 60*time.Millisecond {
+			t.Fatalf("a request took %v while another connection's handler slept on the loop", d)
+		}
+		if resp := readRespT(t, bufio.NewReader(sl)); resp.StatusCode != 200 {
+			t.Fatalf("sleeper: %v", resp.Status)
+		}
+		runs0, takeovers := inlineStats(s.Runtime)
+		if takeovers != 1 {
+			t.Fatalf("InlineTakeovers %d after a sleeping handler, want 1", takeovers)
+		}
+		// The next requests go to the server's goroutines.
+		for i := 0; i < 10; i++ {
+			io.WriteString(c, "GET /k HTTP/1.1\r\nHost: x\r\n\r\n")
+			io.ReadAll(readRespT(t, br).Body)
+		}
+		if runs, _ := inlineStats(s.Runtime); runs != runs0 {
+			t.Fatalf("InlineRuns went from %d to %d right after a slow handler", runs0, runs)
+		}
+	}
+}

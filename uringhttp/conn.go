@@ -184,7 +184,10 @@ func (h *hconn) signal() {
 }
 
 // waitLocked waits for the next signal: mu held on entry and on return.
+// A handler running on the loop first hands the loop on: what it waits for
+// comes through the loop.
 func (h *hconn) waitLocked() {
+	h.c.LeaveLoop()
 	if h.wake == nil {
 		h.wake = make(chan struct{})
 	}
@@ -305,7 +308,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	h.busy = true
 	h.setPhase(phaseActive)
 	h.mu.Unlock()
-	sh.s.workers.run(p)
+	sh.s.dispatch(c, p)
 }
 
 // parse parses the head at the start of data (mu held): the request, the

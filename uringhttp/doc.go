@@ -1,9 +1,8 @@
 // Package uringhttp serves HTTP/1.1 to any http.Handler on the callback API
 // of a uringrt runtime: requests are read and parsed on the runtime's event
-// loops, handlers run on goroutines, responses leave through each
-// connection's output queue in batches (or, with GOMAXPROCS > 1, straight
-// from the handler's goroutine when the connection's loop is parked and
-// has nothing of it queued: uringrt's AsyncWrite).
+// loops, handlers run on those loops between their batches (moving to a
+// goroutine of their own when they block) or on the server's goroutines,
+// and responses leave through each connection's output queue in batches.
 //
 //	rt, _ := uringrt.New(uringrt.Config{})
 //	ln, _ := rt.Listen("tcp", ":8080")
@@ -24,22 +23,35 @@
 //
 // # How handlers are run, and why
 //
-// Each request head is parsed on the loop and queued for the goroutines the
-// server keeps. A goroutine takes the queued requests one after another
-// (for each, also the requests the client pipelined behind it, in order)
-// and parks when none is left; one parked for 2 s ends. Whenever requests
-// wait, at least one goroutine is free to take them: one that takes a
-// request while others wait and no other is free wakes another first (or
-// starts one). A handler that blocks (a database call, a sleep) thus holds
-// only its own goroutine: other connections are read and answered
-// meanwhile; and the requests of a batch the loop read together run one
-// after another on one warm goroutine, without a goroutine switch per
-// request. The runtime's fixed worker pool hashed by
-// connection was not chosen because a worker blocked by one handler stalls
-// every connection hashed to it. A goroutine started per request was
-// measured: its stack, grown by copying on each new goroutine, took 21 % of
-// the CPU of a 13-byte answer under wrk; a kept goroutine has its stack
-// grown already.
+// By default a handler runs on the event loop that parsed its request,
+// once the loop has read what its batch of completions brought
+// (uringrt.CallbackConn.RunOnLoop): no goroutine hand-off per request, and
+// the answers of a batch leave together in the loop's next submission,
+// as they would from a server written for the callback API. A handler
+// must not stall the loop's other connections, and most handlers can
+// block somewhere (a database call, a lock, a sleep), so the loop is not
+// tied to its goroutine: a handler about to wait for its request's body,
+// for its client to read what it wrote, or that hijacks its connection
+// first hands the loop to a new goroutine, and the runtime does the same
+// for a handler that has not returned within about a millisecond. The
+// handler then finishes on its own goroutine and the loop goes on; the
+// loop's other connections waited at most that millisecond. After a
+// handler that ran longer than half a millisecond the server sends the
+// next 256 requests to its goroutines instead, so handlers that block on
+// every request pay for a takeover now and then, not every time.
+// Server.OffLoopHandlers sends every request there.
+//
+// The server's goroutines take the requests queued for them one after
+// another (for each, also the requests the client pipelined behind it, in
+// order) and park when none is left; one parked for 2 s ends. Whenever
+// requests wait, at least one goroutine is free to take them: one that
+// takes a request while others wait and no other is free wakes another
+// first (or starts one). The runtime's fixed worker pool hashed by
+// connection was not chosen because a worker blocked by one handler
+// stalls every connection hashed to it. A goroutine started per request
+// was measured: its stack, grown by copying on each new goroutine, took
+// 21 % of the CPU of a 13-byte answer under wrk; a kept goroutine has its
+// stack grown already.
 //
 // # Flow control
 //

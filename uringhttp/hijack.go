@@ -166,6 +166,9 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.disableWriteContinue()
 	h := w.h
+	// The handler owns the connection from now on, for as long as it
+	// likes: off the loop.
+	h.c.LeaveLoop()
 	// As net/http: a head already written logically goes out (without
 	// the bytes still in the 2 KiB buffer, which are dropped); the
 	// connection's own buffer is flushed.

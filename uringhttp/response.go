@@ -56,6 +56,7 @@ type response struct {
 	continueMu       sync.Mutex
 
 	// kept across the response's reuses (release)
+	onLoop   func() // runOnLoop, made once
 	spareHdr [2]http.Header
 	bwKeep   *bufio.Writer
 	obuf     []byte
@@ -83,7 +84,7 @@ func getResponse() *response { return respPool.Get().(*response) }
 // request costs one pool operation. A handler must not keep w.Header()
 // past ServeHTTP.
 func (w *response) release() {
-	hh, sh, bw, ob := w.handlerHeader, w.cw.header, w.bwKeep, w.obuf
+	hh, sh, bw, ob, ol := w.handlerHeader, w.cw.header, w.bwKeep, w.obuf, w.onLoop
 	if hh == nil {
 		hh = w.spareHdr[0]
 	}
@@ -102,7 +103,7 @@ func (w *response) release() {
 	if bw != nil {
 		bw.Reset(&w.cw) // drop what a panicking handler left
 	}
-	w.bwKeep, w.obuf = bw, ob
+	w.bwKeep, w.obuf, w.onLoop = bw, ob, ol
 	respPool.Put(w)
 }
 

@@ -3,6 +3,8 @@ package uringhttp
 import (
 	"sync"
 	"time"
+
+	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
 // Handler goroutines. Parsed requests wait in one FIFO queue for the
@@ -23,6 +25,47 @@ import (
 // connection's: an idle connection holds none.
 
 const workerIdle = 2 * time.Second
+
+// Handlers on the loop. A request's handler runs by default on the loop
+// that parsed it (uringrt.CallbackConn.RunOnLoop): no goroutine hand-off,
+// and the answers of a batch leave in one submission. The runtime moves a
+// handler that has not returned within about a millisecond to a goroutine
+// of its own (the loop goes on in another), and one about to wait
+// (waitLocked, Hijack) moves itself. A handler that ran past slowOnLoop
+// sends the server's next offLoopRuns requests to the workers, so handlers
+// that block on every request cost a takeover now and then, not every
+// time.
+const (
+	slowOnLoop  = 500 * time.Microsecond
+	offLoopRuns = 256
+)
+
+// dispatch runs the handler of w, just parsed on c's loop (OnData).
+func (s *Server) dispatch(c *uringrt.CallbackConn, w *response) {
+	if !s.OffLoopHandlers {
+		if s.offLoop.Load() > 0 {
+			s.offLoop.Add(-1)
+		} else {
+			if w.onLoop == nil {
+				w.onLoop = w.runOnLoop
+			}
+			if c.RunOnLoop(w.onLoop) {
+				return
+			}
+		}
+	}
+	s.workers.run(w)
+}
+
+// runOnLoop serves w (and what was pipelined after it) on the loop.
+func (w *response) runOnLoop() {
+	h := w.h // w may be reused once served
+	t0 := time.Now()
+	h.serve(w)
+	if time.Since(t0) > slowOnLoop {
+		h.srv.s.offLoop.Store(offLoopRuns)
+	}
+}
 
 type workerPool struct {
 	mu     sync.Mutex

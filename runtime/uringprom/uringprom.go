@@ -84,6 +84,8 @@ var (
 	dIdleClosed = desc("idle_closed_total", "Connections closed by Config.IdleTimeout (no read or write progress for that long).", "loop")
 	dTimedOut   = desc("connections_timed_out_total", "Callback connections the runtime cut off because a timeout passed, by kind: read (SetReadTimeout: the peer sent nothing for that long), write (SetWriteTimeout: the peer took none of the queued output for that long), close (Config.CloseTimeout: a graceful Close could not send the queued output in time, the peer does not read). Each was reset, so its peer sees an error, not an orderly end, and its queued output was dropped.", "loop", "kind")
 	dLingers    = desc("close_lingers_total", "Graceful closes of callback connections that waited for the peer once their output was all in the socket: the peer's input was unread or the output not yet acknowledged, so a close(2) then would have reset the connection (at once, or when the peer sent more) and dropped output the kernel still held. Each shut its sending side down and dropped what the peer sent until the peer's FIN, the peer's acknowledgement of all the output, 500 ms in which the peer took none of it, or the end of Config.CloseTimeout.", "loop")
+	dInlineRuns = desc("inline_runs_total", "Functions a protocol layer ran on the loop between its batches (CallbackConn.RunOnLoop), such as HTTP handlers.", "loop")
+	dInlineTake = desc("inline_takeovers_total", "Functions run on the loop (inline_runs_total) that had not returned after about a millisecond, or were about to wait, so that the loop went on in a new goroutine; each held up the loop's other connections until then.", "loop")
 	dLingersCut = desc("close_lingers_cut_total", "Lingering closes (close_lingers_total) ended because the peer took no output for 500 ms or Config.CloseTimeout passed; their close(2) may still have reset the connection.", "loop")
 	dRefused    = desc("write_refusals_total", "Writes to callback connections refused with ErrWriteBufferFull (nothing of them was queued; the handler drops, waits for OnDrained, or closes), by kind: conn (the connection's unsent output would pass Config.MaxWriteBuffer: its peer reads slower than the handler writes) or runtime (all connections' unsent output would pass Config.MaxBufferedBytes: the process is at its output memory cap).", "loop", "kind")
 
@@ -98,7 +100,7 @@ var (
 
 var runtimeDescs = []*prometheus.Desc{dSQEs, dCQEs, dEnters, dCQOver, dSQFull, dPollArms, dENOBUFS, dEAGAIN, dLent, dStream,
 	dIdlePoll, dAccepted, dClosed, dRejected, dActive, dRead, dWritten, dPollable, dInflight, dCPE, dBatch,
-	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed, dTimedOut, dLingers, dLingersCut, dRefused,
+	dBlockWait, dCtxsw, dAcceptErr, dInfo, dPanics, dReadPauses, dBuffered, dIdleClosed, dTimedOut, dLingers, dLingersCut, dInlineRuns, dInlineTake, dRefused,
 	dUDPInDgrams, dUDPOutDgrams, dUDPInBytes, dUDPOutBytes, dUDPTrunc, dUDPPolled}
 
 type collector struct {
@@ -192,6 +194,8 @@ func collectLoop(out sink, l *uringrt.LoopStats) {
 	out.counter(dTimedOut, l.CloseTimeouts, id, "close")
 	out.counter(dLingers, l.Lingers, id)
 	out.counter(dLingersCut, l.LingersCut, id)
+	out.counter(dInlineRuns, l.InlineRuns, id)
+	out.counter(dInlineTake, l.InlineTakeovers, id)
 	out.counter(dRefused, l.WriteRefusedConn, id, "conn")
 	out.counter(dRefused, l.WriteRefusedRuntime, id, "runtime")
 	u := &l.UDP

@@ -166,6 +166,7 @@ var wantFamilies = map[string]dto.MetricType{
 	"uringrt_idle_closed_total": dto.MetricType_COUNTER, "uringrt_udp_received_datagrams_total": dto.MetricType_COUNTER,
 	"uringrt_connections_timed_out_total": dto.MetricType_COUNTER, "uringrt_write_refusals_total": dto.MetricType_COUNTER,
 	"uringrt_close_lingers_total": dto.MetricType_COUNTER, "uringrt_close_lingers_cut_total": dto.MetricType_COUNTER,
+	"uringrt_inline_runs_total": dto.MetricType_COUNTER, "uringrt_inline_takeovers_total": dto.MetricType_COUNTER,
 	"uringrt_udp_sent_datagrams_total": dto.MetricType_COUNTER, "uringrt_udp_received_bytes_total": dto.MetricType_COUNTER,
 	"uringrt_udp_sent_bytes_total": dto.MetricType_COUNTER, "uringrt_udp_truncated_total": dto.MetricType_COUNTER,
 	"uringrt_udp_poll_waits_total": dto.MetricType_COUNTER, "uringrt_worker_queue_depth": dto.MetricType_GAUGE,

@@ -47,6 +47,7 @@ func main() {
 	size := flag.Int("size", 13, "response body `bytes` (13: \"Hello, World!\")")
 	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = the default: uringhttp's runtime Loops 0, GOMAXPROCS for the others)")
 	deferAccept := flag.Duration("defer-accept", 0, "uringhttp: Server.DeferAccept (TCP_DEFER_ACCEPT on its listener; 0 = off, the default)")
+	offLoop := flag.Bool("off-loop", false, "uringhttp: Server.OffLoopHandlers (every handler on the server's goroutines, none on the loop)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -88,9 +89,15 @@ func main() {
 			break
 		}
 		// ListenAndServe, as a user would.
-		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept}
+		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
 		go func() { <-ctx.Done(); srv.Close() }()
 		err = srv.ListenAndServe()
+		var runs, takeovers uint64
+		for _, l := range rt.Stats().Loops {
+			runs += l.InlineRuns
+			takeovers += l.InlineTakeovers
+		}
+		fmt.Fprintf(os.Stderr, "uringhttp: handlers run on the loop %d, loops taken over %d\n", runs, takeovers)
 		rt.Close()
 	case "nethttp", "nethttp-uring":
 		backend := "std"

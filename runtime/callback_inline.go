@@ -1,0 +1,351 @@
+package uringrt
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Functions run on a loop between its batches (RunOnLoop), and the
+// takeover of a loop whose function does not return.
+//
+// A request-reply protocol that parses on the loop and answers off it
+// pays a goroutine hand-off per batch and a send(2) (or a post) per
+// answer; run on the loop, the answers of a batch go out together in the
+// loop's next submission. The loop runs the queued functions at the top
+// of its iteration, after the posted requests and before the flush of the
+// connections' output. The hazard is a function that blocks (a sleep, a
+// lock, a database call): every other connection of the loop would wait.
+// So the loop's goroutine is not the loop: a monitor looks at each loop
+// every inlineTick, and when one function has been running for a whole
+// tick it hands the loop to a new goroutine (takeover), which goes on
+// with the next function. The old goroutine finishes its function as an
+// ordinary goroutine and ends; it touches nothing of the loop's after
+// the takeover. A function that knows it is about to wait calls LeaveLoop
+// first and hands the loop over at once.
+//
+// What the function may touch of the loop's own state while it runs on the
+// loop is what a write or close of a callback connection of that loop
+// touches (post, AsyncClose): those take the loop-owned path (no copy into
+// a posted request, no mutex) while inlineHold holds. The loop's state word
+// (inlState: the function's sequence number and one of the states below)
+// makes the takeover and those holds exclude each other:
+//
+//   - the loop stores seq|inlRun before each function;
+//   - a hold moves inlRun to inlBusy (a CAS), checks that its goroutine
+//     still runs the loop, and stores inlRun back when done;
+//   - the monitor moves inlRun (never inlBusy) to inlStolen, only when the
+//     word is unchanged since its last look;
+//   - after the function the loop moves seq|inlRun to seq|inlNone; if it finds
+//     another word (inlStolen, or a later sequence number of the new
+//     goroutine) the loop was taken over and the old goroutine returns.
+//
+// The new goroutine stores its identity (inlG) before it runs anything of
+// the loop's, so a hold of the old goroutine that began before the
+// takeover has ended (the monitor's CAS needs inlRun, not inlBusy) and
+// one that begins after finds inlG changed.
+
+// loop states (inlState's low two bits)
+const (
+	inlNone   = iota // no function of RunOnLoop is running
+	inlRun           // one is running on the loop's goroutine
+	inlBusy          // that goroutine holds the loop-owned state for a write or close
+	inlStolen        // the loop was handed to another goroutine while one ran
+)
+
+// inlineTick is how often the monitor looks at the loops: a function that
+// has run for a whole tick (between one and two ticks) loses the loop.
+const inlineTick = time.Millisecond
+
+// loopInline is a loop's RunOnLoop state.
+type loopInline struct {
+	q    []func() // queued functions (loop-owned), from q[head]
+	head int
+	seq  uint64         // the last function's sequence number (loop-owned)
+	word atomic.Uint64  // seq<<2 | state
+	g    atomic.Uintptr // the goroutine running the loop (curG)
+	seen uint64         // the word at the monitor's last look (monitor-owned)
+	// runs, takeovers: functions run, and loops handed to a new goroutine
+	runs, takeovers atomic.Uint64
+}
+
+// RunOnLoop queues fn to run on the goroutine of the connection's loop,
+// after the loop has handled the completions it is working through and
+// before it sends the connections' queued output: what fn writes to
+// connections of that loop (Write, AsyncWrite) and a Close it makes are
+// taken without a copy into a posted request, and leave with the loop's
+// next submission, together with the answers of the other functions of
+// the batch. fn is not a callback of the connection: the connection's
+// callbacks may run meanwhile (on the loop once fn has lost it), and its
+// writes are those of any goroutine.
+//
+// fn must not wait for the loop (for a callback of one of its
+// connections, a drain of its output): a function about to wait calls
+// LeaveLoop first. Should fn not return within about a millisecond (it
+// blocks, or works long), the loop goes on in a new goroutine and fn
+// finishes on its own one, as if started with go; the others of the
+// loop's connections then wait that long once. Stats.InlineTakeovers
+// counts those.
+//
+// It reports whether fn was queued: only from the connection's own
+// callback on a loop that waits in Go's netpoller (the default), on
+// amd64 or arm64; false with Config.LockedLoops (a ring used from one
+// thread only), a MayBlocker handler, BackendStd, or elsewhere, when the
+// caller runs fn some other way.
+func (c *CallbackConn) RunOnLoop(fn func()) bool {
+	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || !c.hold() {
+		return false
+	}
+	l := c.l
+	l.inl.q = append(l.inl.q, fn)
+	l.rt.inlMon.start(l.rt)
+	return true
+}
+
+// LeaveLoop, called by a function of RunOnLoop while it runs on the loop
+// of c, hands that loop to a new goroutine at once: the caller goes on as
+// an ordinary goroutine and may block. Elsewhere it does nothing. A
+// function that must wait for input or a drain calls it before waiting.
+func (c *CallbackConn) LeaveLoop() {
+	if !haveCurG || c.std != nil {
+		return
+	}
+	l := c.l
+	in := &l.inl
+	if in.g.Load() != curG() {
+		return
+	}
+	w := in.word.Load()
+	if w&3 == inlRun && in.word.CompareAndSwap(w, w&^3|inlStolen) {
+		l.takeover()
+	}
+}
+
+// takeover starts a new goroutine running the loop (the word is
+// inlStolen, set by the caller).
+func (l *loop) takeover() {
+	l.inl.takeovers.Add(1)
+	go l.run()
+}
+
+// runInline runs the queued functions. It reports false when the loop
+// was handed to another goroutine during one of them: the caller then
+// returns at once, touching nothing of the loop's.
+func (l *loop) runInline() bool {
+	in := &l.inl
+	if in.head == len(in.q) {
+		return true
+	}
+	for in.head < len(in.q) {
+		fn := in.q[in.head]
+		in.q[in.head] = nil
+		in.head++
+		in.seq++
+		seq := in.seq
+		in.set(seq<<2 | inlRun)
+		in.runs.Add(1)
+		fn()
+		if !in.end(seq) {
+			return false
+		}
+	}
+	clear(in.q)
+	in.q, in.head = in.q[:0], 0
+	return true
+}
+
+// set stores w as the word, waiting out a hold that a goroutine which ran
+// the loop before a takeover may have for a moment (it finds inlG changed
+// and gives it back at once).
+func (in *loopInline) set(w uint64) {
+	for {
+		cur := in.word.Load()
+		if cur&3 == inlBusy {
+			runtime.Gosched()
+			continue
+		}
+		if in.word.CompareAndSwap(cur, w) {
+			return
+		}
+	}
+}
+
+// end marks the function seq done; false if the loop was taken over.
+func (in *loopInline) end(seq uint64) bool {
+	for {
+		cur := in.word.Load()
+		switch {
+		case cur&3 == inlBusy:
+			runtime.Gosched()
+		case cur != seq<<2|inlRun:
+			return false // inlStolen, or the new goroutine's later word
+		case in.word.CompareAndSwap(cur, seq<<2|inlNone):
+			return true
+		}
+	}
+}
+
+// inlineHold takes the loop-owned state of l for a write or close made by
+// a function of RunOnLoop on l's goroutine, and returns the word to give
+// back with inlineUnhold; ok is false anywhere else.
+func (l *loop) inlineHold() (w uint64, ok bool) {
+	if !haveCurG {
+		return 0, false
+	}
+	in := &l.inl
+	g := curG()
+	if in.g.Load() != g {
+		return 0, false
+	}
+	w = in.word.Load()
+	if w&3 != inlRun || !in.word.CompareAndSwap(w, w&^3|inlBusy) {
+		return 0, false
+	}
+	if in.g.Load() != g { // taken over before the CAS: not ours
+		in.word.Store(w)
+		return 0, false
+	}
+	return w, true
+}
+
+func (l *loop) inlineUnhold(w uint64) { l.inl.word.Store(w) }
+
+// postOnLoop takes a write of p (its bytes counted by reserve) into c's
+// output queue when a function of RunOnLoop on c's loop makes it, and
+// nothing posted before it is still on its way; it reports whether it did.
+func (c *CallbackConn) postOnLoop(p []byte) bool {
+	l := c.l
+	w, ok := l.inlineHold()
+	if !ok {
+		return false
+	}
+	done := c.pendingWrites.Load() == 0 && !c.blocking
+	if done {
+		c.pendingWrites.Add(1) // queueAsync's count
+		c.queueAsync(p)
+	}
+	l.inlineUnhold(w)
+	return done
+}
+
+// closeOnLoopInline is AsyncClose for a function of RunOnLoop on c's
+// loop, with nothing of c posted still on its way; it reports whether it
+// closed.
+func (c *CallbackConn) closeOnLoopInline() bool {
+	l := c.l
+	w, ok := l.inlineHold()
+	if !ok {
+		return false
+	}
+	done := c.pendingWrites.Load() == 0 && !c.blocking
+	if done {
+		c.wrClosed.Store(true)
+		c.closeOnLoop(nil)
+	}
+	l.inlineUnhold(w)
+	return done
+}
+
+// inlineMonitor is the runtime's watch over the functions of RunOnLoop. It
+// starts with the first one and parks after inlineIdleTicks looks that
+// found no loop running any; a loop about to run some wakes it.
+type inlineMonitor struct {
+	once    sync.Once
+	closing sync.Once
+	parked  atomic.Bool
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// inlineIdleTicks: looks without a function run before the monitor parks.
+const inlineIdleTicks = 100
+
+// start starts the monitor, or wakes it when parked.
+func (m *inlineMonitor) start(rt *Runtime) {
+	m.once.Do(func() {
+		m.wake = make(chan struct{}, 1)
+		m.stop = make(chan struct{})
+		m.done = make(chan struct{})
+		go m.run(rt)
+	})
+	if m.parked.Load() && m.parked.CompareAndSwap(true, false) {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// close ends the monitor (Runtime.Close, once the loops have stopped:
+// nothing starts it after that).
+func (m *inlineMonitor) close() {
+	m.once.Do(func() {}) // not started: never will be
+	m.closing.Do(func() {
+		if m.stop != nil {
+			close(m.stop)
+			<-m.done
+		}
+	})
+}
+
+func (m *inlineMonitor) run(rt *Runtime) {
+	defer close(m.done)
+	t := time.NewTicker(inlineTick)
+	defer t.Stop()
+	idle := 0
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		if m.look(rt) {
+			idle = 0
+			continue
+		}
+		if idle++; idle < inlineIdleTicks {
+			continue
+		}
+		// Park. A loop that queues a function after the store below sees
+		// parked and wakes the monitor; one that queued before it is
+		// seen by the look after it.
+		m.parked.Store(true)
+		if m.look(rt) {
+			if m.parked.CompareAndSwap(true, false) {
+				idle = 0
+				continue
+			}
+			// A loop is waking the monitor: take its wake below.
+		}
+		t.Stop()
+		select {
+		case <-m.stop:
+			return
+		case <-m.wake:
+		}
+		idle = 0
+		t.Reset(inlineTick)
+	}
+}
+
+// look takes over every loop whose function has run since the last look,
+// and reports whether any loop ran a function since then.
+func (m *inlineMonitor) look(rt *Runtime) bool {
+	active := false
+	for _, l := range rt.loops {
+		in := &l.inl
+		w := in.word.Load()
+		if w != in.seen {
+			active = true
+		}
+		if w&3 == inlRun && w == in.seen && in.word.CompareAndSwap(w, w&^3|inlStolen) {
+			l.takeover()
+		} else if w&3 == inlRun || w&3 == inlBusy {
+			active = true
+		}
+		in.seen = w
+	}
+	return active
+}

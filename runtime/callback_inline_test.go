@@ -1,0 +1,220 @@
+package uringrt
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func inlineCounts(rt *Runtime) (runs, takeovers uint64) {
+	st := rt.Stats()
+	for _, l := range st.Loops {
+		runs += l.InlineRuns
+		takeovers += l.InlineTakeovers
+	}
+	return runs, takeovers
+}
+
+// inlineReplier answers each line "<ms> <text>" from a function run on
+// the loop: it sleeps ms milliseconds first (0: none), then writes
+// "<text>\n" and, for text "close", closes the connection. The OnData
+// write "ack " before it must arrive first.
+func inlineReplier(t *testing.T, onLoop *atomic.Int64) HandlerFuncs {
+	return HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		for _, line := range strings.Split(strings.TrimSpace(string(d)), "\n") {
+			var ms int
+			var text string
+			fmt.Sscanf(line, "%d %s", &ms, &text)
+			c.Write([]byte("ack "))
+			fn := func() {
+				if ms > 0 {
+					time.Sleep(time.Duration(ms) * time.Millisecond)
+				}
+				c.Write([]byte(text + "\n"))
+				if text == "close" {
+					c.Close()
+				}
+			}
+			if c.RunOnLoop(fn) {
+				onLoop.Add(1)
+			} else {
+				go fn()
+			}
+		}
+	}}
+}
+
+// TestRunOnLoop: functions queued from OnData run on the loop, their
+// writes follow the callback's own in order, a Close from one ends the
+// connection after its answer, and the runtime counts them.
+func TestRunOnLoop(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	var onLoop atomic.Int64
+	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
+	conn := dialStd(t, addr, 1)[0]
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(conn, "0 r%d\n", i)
+		got, err := r.ReadString('\n')
+		if want := fmt.Sprintf("ack r%d\n", i); err != nil || got != want {
+			t.Fatalf("reply %d: %q, %v; want %q", i, got, err, want)
+		}
+	}
+	fmt.Fprintf(conn, "0 close\n")
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "ack close\n" {
+		t.Fatalf("after close: %q, %v; want \"ack close\\n\" and EOF", rest, err)
+	}
+	runs, takeovers := inlineCounts(rt)
+	if onLoop.Load() != 201 || runs != 201 || takeovers != 0 {
+		t.Fatalf("queued %d, InlineRuns %d, InlineTakeovers %d; want 201, 201, 0", onLoop.Load(), runs, takeovers)
+	}
+}
+
+// TestRunOnLoopTakeover: a function that sleeps 300 ms on the loop of the
+// only loop does not hold up another connection: the loop goes on in a new
+// goroutine after about a millisecond, the sleeper's answer still comes,
+// and a takeover is counted.
+func TestRunOnLoopTakeover(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	var onLoop atomic.Int64
+	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
+	conns := dialStd(t, addr, 2)
+	slow, fast := conns[0], conns[1]
+	for _, c := range conns {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	rs, rf := bufio.NewReader(slow), bufio.NewReader(fast)
+	fmt.Fprintf(slow, "300 slow\n")
+	time.Sleep(20 * time.Millisecond) // the sleep has begun on the loop
+	var worst time.Duration
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		fmt.Fprintf(fast, "0 f%d\n", i)
+		got, err := rf.ReadString('\n')
+		if want := fmt.Sprintf("ack f%d\n", i); err != nil || got != want {
+			t.Fatalf("fast reply %d: %q, %v; want %q", i, got, err, want)
+		}
+		worst = max(worst, time.Since(t0))
+	}
+	if worst > 150*time.Millisecond {
+		t.Fatalf("a reply on the other connection took %v while a function slept on the loop", worst)
+	}
+	got, err := rs.ReadString('\n')
+	if err != nil || got != "ack slow\n" {
+		t.Fatalf("slow reply: %q, %v", got, err)
+	}
+	runs, takeovers := inlineCounts(rt)
+	if takeovers < 1 || runs != uint64(onLoop.Load()) {
+		t.Fatalf("InlineRuns %d (queued %d), InlineTakeovers %d; want a takeover", runs, onLoop.Load(), takeovers)
+	}
+}
+
+// TestRunOnLoopLeaveLoop: a function that waits for what another
+// connection's callback sends it hands the loop on first (LeaveLoop)
+// and so gets it, without waiting for the monitor.
+func TestRunOnLoopLeaveLoop(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	msgs := make(chan string, 1)
+	var mu sync.Mutex
+	var waiter *CallbackConn
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		s := strings.TrimSpace(string(d))
+		if s != "wait" {
+			msgs <- s
+			return
+		}
+		mu.Lock()
+		waiter = c
+		mu.Unlock()
+		if !c.RunOnLoop(func() {
+			c.LeaveLoop()
+			c.Write([]byte(<-msgs + "\n"))
+		}) {
+			t.Error("RunOnLoop refused in OnData")
+		}
+	}}).Addr().String()
+	conns := dialStd(t, addr, 2)
+	for _, c := range conns {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	fmt.Fprintf(conns[0], "wait\n")
+	time.Sleep(10 * time.Millisecond)
+	fmt.Fprintf(conns[1], "hello\n")
+	got, err := bufio.NewReader(conns[0]).ReadString('\n')
+	if err != nil || got != "hello\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, takeovers := inlineCounts(rt); takeovers != 1 {
+		t.Fatalf("InlineTakeovers %d, want 1", takeovers)
+	}
+	mu.Lock()
+	w := waiter
+	mu.Unlock()
+	w.LeaveLoop() // elsewhere: nothing
+	if _, takeovers := inlineCounts(rt); takeovers != 1 {
+		t.Fatalf("LeaveLoop off the loop took it over: InlineTakeovers %d", takeovers)
+	}
+}
+
+// TestRunOnLoopRefused: RunOnLoop queues nothing outside the
+// connection's own callback, nor on a locked loop.
+func TestRunOnLoopRefused(t *testing.T) {
+	for _, locked := range []bool{false, true} {
+		rt := newRT(t, Config{Loops: 1, LockedLoops: locked})
+		got := make(chan [2]bool, 1)
+		addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+			in := c.RunOnLoop(func() {})
+			out := make(chan bool)
+			go func() { out <- c.RunOnLoop(func() {}) }()
+			got <- [2]bool{in, <-out}
+		}}).Addr().String()
+		conn := dialStd(t, addr, 1)[0]
+		conn.Write([]byte("x"))
+		r := <-got
+		if r[0] == locked || r[1] {
+			t.Fatalf("LockedLoops %v: RunOnLoop in OnData %v, elsewhere %v", locked, r[0], r[1])
+		}
+	}
+}
+
+// TestRunOnLoopManyTakeovers: many connections whose functions each
+// sleep a little, answered in order on each connection, with the loop
+// taken over again and again; nothing is lost and the runtime closes.
+func TestRunOnLoopManyTakeovers(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2})
+	var onLoop atomic.Int64
+	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
+	conns := dialStd(t, addr, 16)
+	var wg sync.WaitGroup
+	for ci, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			r := bufio.NewReader(c)
+			for i := 0; i < 30; i++ {
+				ms := 0
+				if (i+ci)%5 == 0 {
+					ms = 3
+				}
+				fmt.Fprintf(c, "%d c%dr%d\n", ms, ci, i)
+				got, err := r.ReadString('\n')
+				if want := fmt.Sprintf("ack c%dr%d\n", ci, i); err != nil || got != want {
+					t.Errorf("conn %d reply %d: %q, %v; want %q", ci, i, got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, takeovers := inlineCounts(rt); takeovers == 0 {
+		t.Fatal("no takeover with functions that sleep 3 ms")
+	}
+}
