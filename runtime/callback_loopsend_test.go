@@ -257,3 +257,58 @@ func TestCallbackLoopSendLent(t *testing.T) {
 		t.Fatalf("%d buffers still lent after every echo came back", lent)
 	}
 }
+
+// TestCallbackCloseFINWithData: a callback that writes its answer and
+// closes sends the answer and the FIN in one segment (MSG_MORE, then
+// shutdown), whatever the flush's size: the client, which counts the
+// segments it received (TCP_INFO), gets the SYN-ACK, the ACK of its
+// request (a new connection acknowledges at once) and one more, with the
+// answer and the end of the stream, where a FIN of its own would make
+// four. The flushes here are of one connection, and of 40 at once.
+func TestCallbackCloseFINWithData(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.Write([]byte("answer"))
+		c.Close()
+	}}).Addr().String()
+	check := func(conns []net.Conn) (merged int) {
+		for _, conn := range conns {
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			b, err := io.ReadAll(conn)
+			if err != nil || string(b) != "answer" {
+				t.Fatalf("read %q, %v", b, err)
+			}
+			raw, _ := conn.(*net.TCPConn).SyscallConn()
+			var info *unix.TCPInfo
+			raw.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if testing.Verbose() {
+				t.Logf("segs_in %d", info.Segs_in)
+			}
+			if info.Segs_in <= 3 {
+				merged++
+			}
+			conn.Close()
+		}
+		return merged
+	}
+	one := 0
+	for i := 0; i < 20; i++ {
+		conn := dialStd(t, addr, 1)[0]
+		conn.Write([]byte("q"))
+		one += check([]net.Conn{conn})
+	}
+	conns := dialStd(t, addr, 40)
+	time.Sleep(20 * time.Millisecond) // all accepted
+	for _, conn := range conns {
+		conn.Write([]byte("q"))
+	}
+	many := check(conns)
+	// A flush that met a full socket would add a segment now and then;
+	// without the FIN merged, none would be 3.
+	if one < 15 || many < 30 {
+		t.Fatalf("answer and FIN in one segment for %d of 20 single closes and %d of 40 closes flushed together", one, many)
+	}
+}
