@@ -92,12 +92,13 @@ func main() {
 		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
 		go func() { <-ctx.Done(); srv.Close() }()
 		err = srv.ListenAndServe()
-		var runs, takeovers uint64
+		var runs, takeovers, lingers uint64
 		for _, l := range rt.Stats().Loops {
 			runs += l.InlineRuns
 			takeovers += l.InlineTakeovers
+			lingers += l.Lingers
 		}
-		fmt.Fprintf(os.Stderr, "uringhttp: handlers run on the loop %d, loops taken over %d\n", runs, takeovers)
+		fmt.Fprintf(os.Stderr, "uringhttp: handlers run on the loop %d, loops taken over %d, lingering closes %d\n", runs, takeovers, lingers)
 		rt.Close()
 	case "nethttp", "nethttp-uring":
 		backend := "std"
