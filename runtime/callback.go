@@ -50,7 +50,6 @@ type CallbackConn struct {
 	blocking  bool
 	rdEOF     bool // the peer's FIN came and the handler keeps the write side open
 	sendShort bool // the last send CQE took less than was submitted (budget.go)
-	finSent   bool // the FIN went with the last output (callback_loopsend.go)
 	drainWant bool // queued bytes passed the low-water mark (callback_drain.go)
 	rtWait    bool // among the loop's budget waiters (callback_bounds.go)
 	finHeld   bool // the peer's FIN came while the handler paused reading, reported on resume

@@ -54,13 +54,8 @@ func (c *CallbackConn) sendFromLoop() bool {
 	q := &c.outq
 	var m int
 	var errno syscall.Errno
-	fin := c.finNow()
-	flags := 0
-	if fin {
-		flags = unix.MSG_MORE
-	}
 	if len(q.chunks) <= 1 {
-		m, errno = loopSend(c.fd.fd, q.next(), flags)
+		m, errno = loopSend(c.fd.fd, q.next())
 	} else {
 		var total int
 		l.sendIov, total = q.nextVec(l.sendIov)
@@ -68,7 +63,7 @@ func (c *CallbackConn) sendFromLoop() bool {
 			q.inflight = 0
 			return false
 		}
-		m, errno = loopSendmsg(c.fd.fd, l.sendIov, &l.sendMsg, flags)
+		m, errno = loopSendmsg(c.fd.fd, l.sendIov, &l.sendMsg)
 		clear(l.sendIov) // no chunk stays reachable from here
 		l.sendIov = l.sendIov[:0]
 		if errno == 0 && m > total {
@@ -106,12 +101,6 @@ func (c *CallbackConn) sendFromLoop() bool {
 		l.stats.loopRest.Add(1)
 		return false
 	}
-	if fin {
-		// The last of a graceful close's output, held back by MSG_MORE,
-		// leaves now with the FIN in one segment.
-		c.finSent = true
-		syscall.RawSyscall(syscall.SYS_SHUTDOWN, uintptr(c.fd.fd), syscall.SHUT_WR, 0)
-	}
 	c.queued.Store(0)
 	c.maybeResume()
 	if c.hasDrainer {
@@ -121,21 +110,10 @@ func (c *CallbackConn) sendFromLoop() bool {
 	return true
 }
 
-// finNow reports whether a send of c's output is the last before its
-// graceful close, with nothing posted or sent directly still to come
-// (loop only): a TCP socket's FIN can then go with it (sendFromLoop).
-// On loopback, where a connection per request is common, the separate
-// FIN segment costs the peer a wake-up of its own.
-func (c *CallbackConn) finNow() bool {
-	return c.closing && c.closeErr == nil && !c.finSent && c.pendingWrites.Load() == 0 &&
-		c.fd.tcp() && c.fd.plainTCPNow()
-}
-
 // loopSend is one send(2) of b that never blocks (MSG_DONTWAIT), raising
-// no SIGPIPE (MSG_NOSIGNAL), with the extra flags: a raw system call,
-// which keeps the loop's P.
-func loopSend(fd int, b []byte, flags int) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT|flags), 0, 0)
+// no SIGPIPE (MSG_NOSIGNAL): a raw system call, which keeps the loop's P.
+func loopSend(fd int, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -144,10 +122,10 @@ func loopSend(fd int, b []byte, flags int) (int, syscall.Errno) {
 
 // loopSendmsg is loopSend of the iovecs iov, with msg (the loop's, so that
 // no msghdr is allocated per call) pointed at them.
-func loopSendmsg(fd int, iov []unix.Iovec, msg *unix.Msghdr, flags int) (int, syscall.Errno) {
+func loopSendmsg(fd int, iov []unix.Iovec, msg *unix.Msghdr) (int, syscall.Errno) {
 	*msg = unix.Msghdr{Iov: &iov[0]}
 	msg.SetIovlen(len(iov))
-	n, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(msg)), uintptr(unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT|flags))
+	n, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(msg)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 	*msg = unix.Msghdr{}
 	if e != 0 {
 		return 0, e

@@ -386,9 +386,7 @@ func (l *loop) flushCB() {
 			// (callback_direct.go: a writer's rest comes first)
 			continue
 		}
-		if (fromLoop || c.finNow()) && c.sendFromLoop() {
-			// (a graceful close's last output: from the loop, with the
-			// FIN, in any flush)
+		if fromLoop && c.sendFromLoop() {
 			continue
 		}
 		c.prepSend()
