@@ -82,11 +82,12 @@ type loopInline struct {
 //
 // fn must not wait for the loop (for a callback of one of its
 // connections, a drain of its output): a function about to wait calls
-// LeaveLoop first. Should fn not return within about a millisecond (it
-// blocks, or works long), the loop goes on in a new goroutine and fn
-// finishes on its own one, as if started with go; the others of the
-// loop's connections then wait that long once. Stats.InlineTakeovers
-// counts those.
+// LeaveLoop first. Should fn not return within one to two milliseconds
+// (it blocks, works long, or its thread is descheduled), the loop goes on
+// in a new goroutine and fn finishes on its own one, as if started with
+// go; the loop's other connections then waited that long once.
+// Stats.InlineTakeovers counts those. A panic in fn is not recovered (as
+// in a goroutine of its own).
 //
 // It reports whether fn was queued: only from the connection's own
 // callback on a loop that waits in Go's netpoller (the default), on
@@ -211,10 +212,10 @@ func (l *loop) inlineHold() (w uint64, ok bool) {
 
 func (l *loop) inlineUnhold(w uint64) { l.inl.word.Store(w) }
 
-// postOnLoop takes a write of p (its bytes counted by reserve) into c's
-// output queue when a function of RunOnLoop on c's loop makes it, and
-// nothing posted before it is still on its way; it reports whether it did.
-func (c *CallbackConn) postOnLoop(p []byte) bool {
+// inlineDo runs do holding c's loop-owned state when a function of
+// RunOnLoop on c's loop calls, and nothing of c posted before is still on
+// its way (it must go first); it reports whether it ran do.
+func (c *CallbackConn) inlineDo(do func()) bool {
 	l := c.l
 	w, ok := l.inlineHold()
 	if !ok {
@@ -222,29 +223,27 @@ func (c *CallbackConn) postOnLoop(p []byte) bool {
 	}
 	done := c.pendingWrites.Load() == 0 && !c.blocking
 	if done {
-		c.pendingWrites.Add(1) // queueAsync's count
-		c.queueAsync(p)
+		do()
 	}
 	l.inlineUnhold(w)
 	return done
 }
 
-// closeOnLoopInline is AsyncClose for a function of RunOnLoop on c's
-// loop, with nothing of c posted still on its way; it reports whether it
-// closed.
+// postOnLoop takes a write of p (its bytes counted by reserve) into c's
+// output queue for a function of RunOnLoop (inlineDo).
+func (c *CallbackConn) postOnLoop(p []byte) bool {
+	return c.inlineDo(func() {
+		c.pendingWrites.Add(1) // queueAsync's count
+		c.queueAsync(p)
+	})
+}
+
+// closeOnLoopInline is AsyncClose for a function of RunOnLoop (inlineDo).
 func (c *CallbackConn) closeOnLoopInline() bool {
-	l := c.l
-	w, ok := l.inlineHold()
-	if !ok {
-		return false
-	}
-	done := c.pendingWrites.Load() == 0 && !c.blocking
-	if done {
+	return c.inlineDo(func() {
 		c.wrClosed.Store(true)
 		c.closeOnLoop(nil)
-	}
-	l.inlineUnhold(w)
-	return done
+	})
 }
 
 // inlineMonitor is the runtime's watch over the functions of RunOnLoop. It

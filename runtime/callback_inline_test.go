@@ -71,13 +71,14 @@ func TestRunOnLoop(t *testing.T) {
 	if err != nil || string(rest) != "ack close\n" {
 		t.Fatalf("after close: %q, %v; want \"ack close\\n\" and EOF", rest, err)
 	}
-	runs, takeovers := inlineCounts(rt)
-	if onLoop.Load() != 201 || runs != 201 || takeovers != 0 {
-		t.Fatalf("queued %d, InlineRuns %d, InlineTakeovers %d; want 201, 201, 0", onLoop.Load(), runs, takeovers)
+	// (No count of takeovers: a thread descheduled for a millisecond
+	// under load is one.)
+	if runs, _ := inlineCounts(rt); onLoop.Load() != 201 || runs != 201 {
+		t.Fatalf("queued %d, InlineRuns %d; want 201, 201", onLoop.Load(), runs)
 	}
 }
 
-// TestRunOnLoopTakeover: a function that sleeps 300 ms on the loop of the
+// TestRunOnLoopTakeover: a function that sleeps 1 s on the loop of the
 // only loop does not hold up another connection: the loop goes on in a new
 // goroutine after about a millisecond, the sleeper's answer still comes,
 // and a takeover is counted.
@@ -91,7 +92,7 @@ func TestRunOnLoopTakeover(t *testing.T) {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 	}
 	rs, rf := bufio.NewReader(slow), bufio.NewReader(fast)
-	fmt.Fprintf(slow, "300 slow\n")
+	fmt.Fprintf(slow, "1000 slow\n")
 	time.Sleep(20 * time.Millisecond) // the sleep has begun on the loop
 	var worst time.Duration
 	for i := 0; i < 20; i++ {
@@ -103,7 +104,7 @@ func TestRunOnLoopTakeover(t *testing.T) {
 		}
 		worst = max(worst, time.Since(t0))
 	}
-	if worst > 150*time.Millisecond {
+	if worst > 500*time.Millisecond { // (behind the sleeper: about 1 s)
 		t.Fatalf("a reply on the other connection took %v while a function slept on the loop", worst)
 	}
 	got, err := rs.ReadString('\n')
@@ -151,15 +152,16 @@ func TestRunOnLoopLeaveLoop(t *testing.T) {
 	if err != nil || got != "hello\n" {
 		t.Fatalf("got %q, %v", got, err)
 	}
-	if _, takeovers := inlineCounts(rt); takeovers != 1 {
+	_, takeovers := inlineCounts(rt)
+	if takeovers < 1 {
 		t.Fatalf("InlineTakeovers %d, want 1", takeovers)
 	}
 	mu.Lock()
 	w := waiter
 	mu.Unlock()
 	w.LeaveLoop() // elsewhere: nothing
-	if _, takeovers := inlineCounts(rt); takeovers != 1 {
-		t.Fatalf("LeaveLoop off the loop took it over: InlineTakeovers %d", takeovers)
+	if _, after := inlineCounts(rt); after != takeovers {
+		t.Fatalf("LeaveLoop off the loop took it over: InlineTakeovers %d, then %d", takeovers, after)
 	}
 }
 

