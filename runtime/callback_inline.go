@@ -72,35 +72,42 @@ type loopInline struct {
 
 // RunOnLoop queues fn to run on the goroutine of the connection's loop,
 // after the loop has handled the completions it is working through and
-// before it sends the connections' queued output: what fn writes to
-// connections of that loop (Write, AsyncWrite) and a Close it makes are
-// taken without a copy into a posted request, and leave with the loop's
-// next submission, together with the answers of the other functions of
-// the batch. fn is not a callback of the connection: the connection's
-// callbacks may run meanwhile (on the loop once fn has lost it), and its
-// writes are those of any goroutine.
+// before it sends the connections' queued output (a function queued from
+// a timer or OnDrained callback, which run after that point, runs in the
+// loop's next iteration): what fn writes to connections of that loop
+// (Write, AsyncWrite) and a Close it makes are taken without a copy into
+// a posted request, when nothing of that connection posted before is
+// still on its way, and leave with the loop's next submission, together
+// with the answers of the other functions of the batch. fn is not a
+// callback of the connection: the connection's callbacks may run
+// meanwhile (on the loop once fn has lost it), and its writes are those
+// of any goroutine. A Close from fn may run the connection's OnClose
+// before it returns, on fn's goroutine: fn must not hold a lock OnClose
+// takes.
 //
 // fn must not wait for the loop (for a callback of one of its
 // connections, a drain of its output): a function about to wait calls
 // LeaveLoop first. Should fn not return within one to two milliseconds
 // (it blocks, works long, or its thread is descheduled), the loop goes on
 // in a new goroutine and fn finishes on its own one, as if started with
-// go; the loop's other connections then waited that long once.
-// Stats.InlineTakeovers counts those. A panic in fn is not recovered (as
-// in a goroutine of its own).
+// go; the loop's other connections then waited that long. That needs a P
+// for the runtime's monitor: with every P busy (GOMAXPROCS=1 and fn
+// computing), it comes at Go's forced preemption, about 10 ms.
+// Stats.InlineTakeovers counts takeovers. A panic in fn is not recovered
+// (as in a goroutine of its own).
 //
 // It reports whether fn was queued: only from the connection's own
-// callback on a loop that waits in Go's netpoller (the default), on
-// amd64 or arm64; false with Config.LockedLoops (a ring used from one
-// thread only), a MayBlocker handler, BackendStd, or elsewhere, when the
-// caller runs fn some other way.
+// callback on a loop that waits in Go's netpoller (the default, when the
+// kernel lets Go's netpoller wait on the ring), on amd64 or arm64; false
+// with Config.LockedLoops (a ring used from one thread only), a MayBlocker
+// handler, BackendStd, or elsewhere, when the caller runs fn some other
+// way.
 func (c *CallbackConn) RunOnLoop(fn func()) bool {
 	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || !c.hold() {
 		return false
 	}
 	l := c.l
 	l.inl.q = append(l.inl.q, fn)
-	l.rt.inlMon.start(l.rt)
 	return true
 }
 
@@ -114,11 +121,14 @@ func (c *CallbackConn) LeaveLoop() {
 	}
 	l := c.l
 	in := &l.inl
-	if in.g.Load() != curG() {
+	// The word before the goroutine: a takeover's goroutine stores its
+	// identity before its first word, so a caller that lost the loop
+	// cannot take the new goroutine's function for its own.
+	w := in.word.Load()
+	if w&3 != inlRun || in.g.Load() != curG() {
 		return
 	}
-	w := in.word.Load()
-	if w&3 == inlRun && in.word.CompareAndSwap(w, w&^3|inlStolen) {
+	if in.word.CompareAndSwap(w, w&^3|inlStolen) {
 		l.takeover()
 	}
 }
@@ -129,6 +139,9 @@ func (l *loop) takeover() {
 	l.inl.takeovers.Add(1)
 	go l.run()
 }
+
+// empty reports whether no function waits to run (loop only).
+func (in *loopInline) empty() bool { return in.head == len(in.q) }
 
 // runInline runs the queued functions. It reports false when the loop
 // was handed to another goroutine during one of them: the caller then
@@ -145,6 +158,9 @@ func (l *loop) runInline() bool {
 		in.seq++
 		seq := in.seq
 		in.set(seq<<2 | inlRun)
+		// After the word: a monitor parking meanwhile either sees it or
+		// is woken here (it stores parked before it looks).
+		l.rt.inlMon.start(l.rt)
 		in.runs.Add(1)
 		fn()
 		if !in.end(seq) {
@@ -196,11 +212,8 @@ func (l *loop) inlineHold() (w uint64, ok bool) {
 	}
 	in := &l.inl
 	g := curG()
-	if in.g.Load() != g {
-		return 0, false
-	}
-	w = in.word.Load()
-	if w&3 != inlRun || !in.word.CompareAndSwap(w, w&^3|inlBusy) {
+	w = in.word.Load() // before the goroutine, as in LeaveLoop
+	if w&3 != inlRun || in.g.Load() != g || !in.word.CompareAndSwap(w, w&^3|inlBusy) {
 		return 0, false
 	}
 	if in.g.Load() != g { // taken over before the CAS: not ours
@@ -241,8 +254,7 @@ func (c *CallbackConn) postOnLoop(p []byte) bool {
 // closeOnLoopInline is AsyncClose for a function of RunOnLoop (inlineDo).
 func (c *CallbackConn) closeOnLoopInline() bool {
 	return c.inlineDo(func() {
-		c.wrClosed.Store(true)
-		c.closeOnLoop(nil)
+		c.closeOnLoop(nil) // (shutWrites: wrClosed under the loop's mutex, as post reads it)
 	})
 }
 
@@ -307,9 +319,9 @@ func (m *inlineMonitor) run(rt *Runtime) {
 		if idle++; idle < inlineIdleTicks {
 			continue
 		}
-		// Park. A loop that queues a function after the store below sees
-		// parked and wakes the monitor; one that queued before it is
-		// seen by the look after it.
+		// Park. A loop that starts a function after the store below sees
+		// parked and wakes the monitor; one that started before it is
+		// seen by the look after it (both order a store before a load).
 		m.parked.Store(true)
 		if m.look(rt) {
 			if m.parked.CompareAndSwap(true, false) {

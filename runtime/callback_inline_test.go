@@ -220,3 +220,30 @@ func TestRunOnLoopManyTakeovers(t *testing.T) {
 		t.Fatal("no takeover with functions that sleep 3 ms")
 	}
 }
+
+// TestRunOnLoopFromTimer: a function queued by a timer callback (which
+// runs after the iteration's functions) runs in the next iteration, not
+// after the loop's idle wait of a second.
+func TestRunOnLoopFromTimer(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		c.AfterFunc(10*time.Millisecond, func(c *CallbackConn) {
+			if !c.RunOnLoop(func() { c.Write([]byte("from the loop\n")) }) {
+				c.Write([]byte("refused\n"))
+			}
+		})
+	}}).Addr().String()
+	conn := dialStd(t, addr, 1)[0]
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	for i := 0; i < 3; i++ {
+		t0 := time.Now()
+		conn.Write([]byte("x"))
+		got, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || got != "from the loop\n" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+		if d := time.Since(t0); d > 500*time.Millisecond {
+			t.Fatalf("the function queued by a timer ran %v after the write (the timer: 10 ms)", d)
+		}
+	}
+}

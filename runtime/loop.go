@@ -114,7 +114,7 @@ func (l *loop) run() {
 		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
 		l.flushCB()
 		l.closes.run(l)
-		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() {
+		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() && l.inl.empty() {
 			l.exit()
 			l.teardown()
 			close(l.done)
@@ -122,7 +122,7 @@ func (l *loop) run() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.idle.due && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && l.inl.empty() && !l.idle.due && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)

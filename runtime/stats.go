@@ -121,9 +121,9 @@ type LoopStats struct {
 	// Config.CloseTimeout passed: their close(2) may still reset.
 	Lingers, LingersCut uint64
 	// InlineRuns counts the functions of CallbackConn.RunOnLoop the loop
-	// ran; InlineTakeovers those that did not return within about a
-	// millisecond (or called LeaveLoop), so that the loop went on in a new
-	// goroutine: each held up the loop's other connections that long.
+	// ran; InlineTakeovers those that had not returned after one to two
+	// milliseconds (or called LeaveLoop), so that the loop went on in a new
+	// goroutine: each held up the loop's other connections until then.
 	InlineRuns, InlineTakeovers uint64
 	// WriteRefusedConn and WriteRefusedRuntime count callback writes
 	// refused with ErrWriteBufferFull: the connection's queue would have

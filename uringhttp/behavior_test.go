@@ -678,3 +678,32 @@ func TestHandlersOnLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestContextCancelledClientGoneFirst: a client that sends its request and
+// at once closes its sending side (its FIN in the same batch as the
+// request, before the handler starts) gets its request's context
+// cancelled, as net/http does.
+func TestContextCancelledClientGoneFirst(t *testing.T) {
+	got := make(chan string, 20)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			got <- "cancelled"
+		case <-time.After(3 * time.Second):
+			got <- "not cancelled"
+		}
+	})})
+	for i := 0; i < 10; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := c.(*net.TCPConn)
+		tc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		tc.CloseWrite()
+		if s := <-got; s != "cancelled" {
+			t.Fatalf("connection %d: the handler's context was %s", i, s)
+		}
+		c.Close()
+	}
+}

@@ -536,7 +536,14 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	}
 	h.mu.Lock()
 	h.rctx, h.body = p.rctx, b
+	// The client may be gone already: OnReadEOF or OnClose (or
+	// Server.Close) ran between the head's parse and now, when there was
+	// no context to cancel. Cancel it as they would have.
+	gone := h.closed || h.killed || h.rdErr != nil && b == nil
 	h.mu.Unlock()
+	if gone {
+		p.rctx.cancel(context.Canceled)
+	}
 	if !hasToken(p.expect, "100-continue") && p.expect != "" {
 		// Expect other than 100-continue: 417 and close.
 		h.setState(http.StateActive)

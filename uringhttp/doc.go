@@ -33,12 +33,13 @@
 // tied to its goroutine: a handler about to wait for its request's body,
 // for its client to read what it wrote, or that hijacks its connection
 // first hands the loop to a new goroutine, and the runtime does the same
-// for a handler that has not returned after one to two milliseconds. The
-// handler then finishes on its own goroutine and the loop goes on; the
-// loop's other connections waited that long at most. After a
-// handler that ran longer than half a millisecond the server sends the
-// next 256 requests to its goroutines instead, so handlers that block on
-// every request pay for a takeover now and then, not every time.
+// for a handler that has not returned after one to two milliseconds (when
+// a P is free to notice: with GOMAXPROCS=1 and a handler that computes,
+// at Go's forced preemption, about 10 ms). The handler then finishes on
+// its own goroutine and the loop goes on. After a handler whose run took
+// longer than half a millisecond the server sends its next 256 requests
+// to its goroutines instead, so handlers that block on every request pay
+// for a takeover now and then, not every time.
 // Server.OffLoopHandlers sends every request there.
 //
 // The server's goroutines take the requests queued for them one after

@@ -76,13 +76,15 @@ type Server struct {
 	// request, between the loop's batches, and its answer leaves with the
 	// loop's next submission; a handler that waits for its request's body,
 	// for its client to read, or hijacks its connection first hands the
-	// loop to a new goroutine, and one that has not returned within about
-	// a millisecond (it blocks, or works long) loses the loop that way
-	// too, holding up the loop's other connections until then. After such
-	// a handler the server sends the next 256 requests to its goroutines.
-	// Set it when most handlers block (a database call on every request).
-	// It needs what uringrt.CallbackConn.RunOnLoop needs (the default
-	// loops, amd64 or arm64); elsewhere handlers run on the goroutines.
+	// loop to a new goroutine, and one that has not returned after one to
+	// two milliseconds (it blocks, or works long) loses the loop that way
+	// too, holding up the loop's other connections until then. After a
+	// handler whose whole run (on the loop and after it) took over half a
+	// millisecond, the server sends its next 256 requests, on every loop,
+	// to its goroutines. Set it when most handlers block (a database call
+	// on every request). It needs what uringrt.CallbackConn.RunOnLoop
+	// needs (the default loops, amd64 or arm64); elsewhere handlers run on
+	// the goroutines.
 	OffLoopHandlers bool
 
 	offLoop           atomic.Int32 // requests still to send to the goroutines after a slow handler on the loop

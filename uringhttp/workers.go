@@ -29,7 +29,7 @@ const workerIdle = 2 * time.Second
 // Handlers on the loop. A request's handler runs by default on the loop
 // that parsed it (uringrt.CallbackConn.RunOnLoop): no goroutine hand-off,
 // and the answers of a batch leave in one submission. The runtime moves a
-// handler that has not returned within about a millisecond to a goroutine
+// handler that has not returned after one to two milliseconds to a goroutine
 // of its own (the loop goes on in another), and one about to wait
 // (waitLocked, Hijack) moves itself. A handler that ran past slowOnLoop
 // sends the server's next offLoopRuns requests to the workers, so handlers
