@@ -607,12 +607,11 @@ func inlineStats(rt *uringrt.Runtime) (runs, takeovers uint64) {
 // connection, and sends the next requests to the server's goroutines;
 // OffLoopHandlers runs none on the loop.
 func TestHandlersOnLoop(t *testing.T) {
-	// Only the sleeper counts as slow: a thread descheduled for half a
-	// millisecond under load would send requests off the loop.
-	defer func(d time.Duration) { slowOnLoop = d }(slowOnLoop)
-	slowOnLoop = 500 * time.Millisecond
 	for _, off := range []bool{false, true} {
-		s := &Server{OffLoopHandlers: off, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only the sleeper counts as slow (slowOnLoop): a thread
+		// descheduled for half a millisecond under load would send
+		// requests off the loop.
+		s := &Server{OffLoopHandlers: off, slowOnLoop: 500 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/sleep" {
 				time.Sleep(time.Second)
 			}

@@ -87,7 +87,8 @@ type Server struct {
 	// the goroutines.
 	OffLoopHandlers bool
 
-	offLoop           atomic.Int32 // requests still to send to the goroutines after a slow handler on the loop
+	offLoop           atomic.Int32  // requests still to send to the goroutines after a slow handler on the loop
+	slowOnLoop        time.Duration // a handler's run that counts as slow (0: slowOnLoop; tests set it)
 	inShutdown        atomic.Bool
 	disableKeepAlives atomic.Bool
 	mu                sync.Mutex

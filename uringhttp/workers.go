@@ -35,9 +35,10 @@ const workerIdle = 2 * time.Second
 // sends the server's next offLoopRuns requests to the workers, so handlers
 // that block on every request cost a takeover now and then, not every
 // time.
-const offLoopRuns = 256
-
-var slowOnLoop = 500 * time.Microsecond // (a variable for tests)
+const (
+	slowOnLoop  = 500 * time.Microsecond // Server.slowOnLoop's default
+	offLoopRuns = 256
+)
 
 // dispatch runs the handler of w, just parsed on c's loop (OnData).
 func (s *Server) dispatch(c *uringrt.CallbackConn, w *response) {
@@ -61,8 +62,13 @@ func (w *response) runOnLoop() {
 	h := w.h // w may be reused once served
 	t0 := time.Now()
 	h.serve(w)
-	if time.Since(t0) > slowOnLoop {
-		h.srv.s.offLoop.Store(offLoopRuns)
+	s := h.srv.s
+	slow := s.slowOnLoop
+	if slow == 0 {
+		slow = slowOnLoop
+	}
+	if time.Since(t0) > slow {
+		s.offLoop.Store(offLoopRuns)
 	}
 }
 
