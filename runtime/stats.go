@@ -85,7 +85,8 @@ type LoopStats struct {
 	ReadBytes, WrittenBytes uint64
 	// ReadInline, WriteInline count reads and writes done at the nonblock
 	// try; ReadPolled, WritePolled, AcceptPolled those that waited for
-	// readiness or completion through the ring.
+	// readiness: in Go's netpoller (the default with GOMAXPROCS >= 2) or
+	// on the loop's ring (poll arms, PollArms).
 	ReadInline, ReadPolled, WriteInline, WritePolled, AcceptPolled uint64
 	// Inflight is the requests the loop has in flight in its ring now.
 	Inflight int64
@@ -145,7 +146,8 @@ type UDPStats struct {
 	// (MSG_TRUNC).
 	Truncated uint64
 	// ReadPolled and WritePolled count reads and writes that found EAGAIN
-	// at the nonblock try and parked on the loop's poll.
+	// at the nonblock try and parked until the socket was ready (in Go's
+	// netpoller or on the loop's poll).
 	ReadPolled, WritePolled uint64
 }
 

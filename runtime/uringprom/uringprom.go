@@ -68,7 +68,7 @@ var (
 	dActive    = desc("connections_active", "Accepted connections open now.", "loop")
 	dRead      = desc("read_bytes_total", "Bytes read from connections.", "loop")
 	dWritten   = desc("written_bytes_total", "Bytes written to connections.", "loop")
-	dPollable  = desc("pollable_requests_total", "net.Conn reads and writes, and Accept calls, by outcome: inline (done at once, the socket was ready) or poll_armed (waited for the socket through the ring). The callback API's recvs and sends are not counted here (they go through the ring without a try first): see read_bytes_total and written_bytes_total.", "loop", "op", "outcome")
+	dPollable  = desc("pollable_requests_total", "net.Conn reads and writes, and Accept calls, by outcome: inline (done at once, the socket was ready) or poll_armed (waited until the socket was ready: in Go's netpoller, the default with GOMAXPROCS >= 2, or on a poll the loop armed in the ring, poll_arms_total). The callback API's recvs and sends are not counted here (they go through the ring without a try first): see read_bytes_total and written_bytes_total.", "loop", "op", "outcome")
 	dInflight  = desc("inflight_ops", "Requests the loop has in flight in its ring.", "loop")
 	dCPE       = desc("cqes_per_enter", "Completions a loop handled at each pass (one observation per pass: after a wait in Go's netpoller or in io_uring_enter, or a submit); larger means more batched. Its count is loop passes, not enter_calls_total: the default loop waits in Go's netpoller, not in io_uring_enter.", "loop")
 	dBatch     = desc("taskwork_batch_size", "Completions run as one batch on the loop.", "loop")
