@@ -42,9 +42,12 @@ import (
 //     goroutine) the loop was taken over and the old goroutine returns.
 //
 // The new goroutine stores its identity (inlG) before it runs anything of
-// the loop's, so a hold of the old goroutine that began before the
-// takeover has ended (the monitor's CAS needs inlRun, not inlBusy) and
-// one that begins after finds inlG changed.
+// the loop's or stores a word, and a hold reads the word before inlG: a
+// hold of the old goroutine that began before the takeover has ended (the
+// monitor's CAS needs inlRun, not inlBusy), and one that begins after
+// finds either a word that is not inlRun or inlG changed. The waits for
+// inlBusy in set and end, and the second look at inlG in inlineHold, are
+// kept as a guard; by that order they never find anything.
 
 // loop states (inlState's low two bits)
 const (
@@ -172,9 +175,8 @@ func (l *loop) runInline() bool {
 	return true
 }
 
-// set stores w as the word, waiting out a hold that a goroutine which ran
-// the loop before a takeover may have for a moment (it finds inlG changed
-// and gives it back at once).
+// set stores w as the word, waiting out a hold should one be under way
+// (see above: none can be, by the order of the loads).
 func (in *loopInline) set(w uint64) {
 	for {
 		cur := in.word.Load()

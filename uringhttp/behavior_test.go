@@ -706,3 +706,37 @@ func TestContextCancelledClientGoneFirst(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestContextCancelledBodyReadThenGone: a client that sends a request with
+// its whole body and closes its sending side gets the request's context
+// cancelled once the handler has read the body to its end, as net/http
+// does.
+func TestContextCancelledBodyReadThenGone(t *testing.T) {
+	got := make(chan string, 20)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil || string(b) != "hello" {
+			got <- fmt.Sprintf("body %q, %v", b, err)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			got <- "cancelled"
+		case <-time.After(3 * time.Second):
+			got <- "not cancelled"
+		}
+	})})
+	for i := 0; i < 5; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := c.(*net.TCPConn)
+		tc.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"))
+		tc.CloseWrite()
+		if s := <-got; s != "cancelled" {
+			t.Fatalf("connection %d: %s", i, s)
+		}
+		c.Close()
+	}
+}

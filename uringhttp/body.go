@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -61,10 +62,21 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	h := b.h
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	was := b.sawEOF
 	n, err := b.readLocked(p, true)
 	if err == io.EOF {
 		b.readerSawEOF = true
+	}
+	// The body read to its end after the client closed its side: the
+	// client is gone, as net/http's background read then finds
+	// (OnReadEOF left the context alone while the body was unread).
+	var rctx *reqContext
+	if !was && b.sawEOF && h.rdErr != nil {
+		rctx = h.rctx
+	}
+	h.mu.Unlock()
+	if rctx != nil {
+		rctx.cancel(context.Canceled)
 	}
 	return n, err
 }

@@ -290,6 +290,11 @@ func (s *Server) Close() error {
 	for _, h := range conns {
 		h.mu.Lock()
 		hj, rctx := h.hj != nil, h.rctx
+		if !hj {
+			// With the context read under the same lock: a request
+			// starting now sees killed and cancels its own (serveOne).
+			h.killed = true
+		}
 		h.mu.Unlock()
 		if hj {
 			continue
@@ -304,7 +309,6 @@ func (s *Server) Close() error {
 		h.c.SetWriteTimeout(closeDropAfter)
 		h.c.Close()
 		h.mu.Lock()
-		h.killed = true
 		h.signal()
 		h.mu.Unlock()
 	}
