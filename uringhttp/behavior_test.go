@@ -678,44 +678,14 @@ func TestHandlersOnLoop(t *testing.T) {
 	}
 }
 
-// TestContextCancelledClientGoneFirst: a client that sends its request and
-// at once closes its sending side (its FIN in the same batch as the
-// request, before the handler starts) gets its request's context
-// cancelled, as net/http does.
-func TestContextCancelledClientGoneFirst(t *testing.T) {
-	got := make(chan string, 20)
+// cancelWhenGone serves a handler that reads the request's body (want
+// is what it must hold) and then waits for its context, and checks, n
+// times, that a client sending req and closing its sending side at once
+// gets that context cancelled.
+func cancelWhenGone(t *testing.T, req, want string, n int) {
+	got := make(chan string, 1)
 	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-			got <- "cancelled"
-		case <-time.After(3 * time.Second):
-			got <- "not cancelled"
-		}
-	})})
-	for i := 0; i < 10; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc := c.(*net.TCPConn)
-		tc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		tc.CloseWrite()
-		if s := <-got; s != "cancelled" {
-			t.Fatalf("connection %d: the handler's context was %s", i, s)
-		}
-		c.Close()
-	}
-}
-
-// TestContextCancelledBodyReadThenGone: a client that sends a request with
-// its whole body and closes its sending side gets the request's context
-// cancelled once the handler has read the body to its end, as net/http
-// does.
-func TestContextCancelledBodyReadThenGone(t *testing.T) {
-	got := make(chan string, 20)
-	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err != nil || string(b) != "hello" {
+		if b, err := io.ReadAll(r.Body); err != nil || string(b) != want {
 			got <- fmt.Sprintf("body %q, %v", b, err)
 			return
 		}
@@ -726,17 +696,33 @@ func TestContextCancelledBodyReadThenGone(t *testing.T) {
 			got <- "not cancelled"
 		}
 	})})
-	for i := 0; i < 5; i++ {
+	for i := 0; i < n; i++ {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tc := c.(*net.TCPConn)
-		tc.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"))
+		tc.Write([]byte(req))
 		tc.CloseWrite()
 		if s := <-got; s != "cancelled" {
-			t.Fatalf("connection %d: %s", i, s)
+			t.Fatalf("connection %d: the handler's context was %s", i, s)
 		}
 		c.Close()
 	}
+}
+
+// TestContextCancelledClientGoneFirst: a client that sends its request and
+// at once closes its sending side (its FIN in the same batch as the
+// request, before the handler starts) gets its request's context
+// cancelled, as net/http does.
+func TestContextCancelledClientGoneFirst(t *testing.T) {
+	cancelWhenGone(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "", 10)
+}
+
+// TestContextCancelledBodyReadThenGone: a client that sends a request with
+// its whole body and closes its sending side gets the request's context
+// cancelled once the handler has read the body to its end, as net/http
+// does.
+func TestContextCancelledBodyReadThenGone(t *testing.T) {
+	cancelWhenGone(t, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", "hello", 5)
 }
