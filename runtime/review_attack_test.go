@@ -196,14 +196,7 @@ func TestReviewLoopSendBackpressure(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	select {
-	case err := <-closes:
-		if err != nil {
-			t.Fatalf("OnClose: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnClose")
-	}
+	wantCleanOnClose(t, closes)
 	mu.Lock()
 	defer mu.Unlock()
 	if fmt.Sprint(got) != fmt.Sprint(ok) {
@@ -1217,6 +1210,20 @@ func testLoopSendAsyncClose(t *testing.T, loopSends int) {
 		}
 		next[tag]++
 	}
+	wantCleanOnClose(t, closes)
+	if next['A'] != nA || next['B'] != int(bOK.Load()) {
+		t.Fatalf("received A %d of %d, B %d of %d accepted", next['A'], nA, next['B'], bOK.Load())
+	}
+	time.Sleep(200 * time.Millisecond)
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("OnClose called %d times", c)
+	}
+}
+
+// wantCleanOnClose waits up to 10 s for OnClose's error on closes and
+// fails t unless it came, nil.
+func wantCleanOnClose(t *testing.T, closes <-chan error) {
+	t.Helper()
 	select {
 	case err := <-closes:
 		if err != nil {
@@ -1224,12 +1231,5 @@ func testLoopSendAsyncClose(t *testing.T, loopSends int) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no OnClose")
-	}
-	if next['A'] != nA || next['B'] != int(bOK.Load()) {
-		t.Fatalf("received A %d of %d, B %d of %d accepted", next['A'], nA, next['B'], bOK.Load())
-	}
-	time.Sleep(200 * time.Millisecond)
-	if c := calls.Load(); c != 1 {
-		t.Fatalf("OnClose called %d times", c)
 	}
 }
