@@ -54,8 +54,9 @@ func (n *netFD) close() error {
 		// (goPollReset) before it ends.
 		n.goPollClose()
 	}
-	if n.connIO != nil && n.gp.Load() != 0 && !n.ringUsed.Load() {
-		// In Go's netpoller, and nothing of fd ever went to the ring
+	if n.connIO != nil && n.goPollMode() && !n.ringUsed.Load() {
+		// In Go's netpoller (or never registered there, no reader
+		// having had to wait), and nothing of fd ever went to the ring
 		// (waitWrite sets ringUsed before it checks closing, so one that
 		// raced with this Close posts nothing): close(2) here, as Go's
 		// net does.

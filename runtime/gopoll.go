@@ -9,7 +9,8 @@ import (
 // runtime's netpoll (epoll), as Go's net does, so that the thread that
 // finds the socket readable runs the reader, with no loop goroutine woken
 // between. The socket is registered once (epoll_ctl ADD, edge-triggered)
-// when the connection opens and removed before its close(2).
+// when a reader first has to wait (a connection whose reads never wait is
+// never registered) and removed before its close(2).
 //
 // The runtime's netpoll entry points are reached as Go's internal/poll
 // reaches them; they are pushed there by the runtime under these names.
@@ -51,6 +52,34 @@ func (n *netFD) goPollOpen() bool {
 		return false
 	}
 	n.gp.Store(ctx)
+	return true
+}
+
+// goPollMode reports whether the readers wait in Go's netpoller (the
+// socket registered there, or to be at the first wait).
+func (n *netFD) goPollMode() bool {
+	return n.gpLazy.Load() || n.gp.Load() != 0 // gpLazy first: it is cleared after gp is set
+}
+
+// goPollLazyOpen registers the socket with Go's netpoller for a reader
+// (under rmu) that found EAGAIN, the first to wait; false if fd is
+// closing. It holds a reference meanwhile, so Close, which removes the
+// entry once no reference is left, sees it. The reader then waits with no
+// reset: the entry is new, and epoll_ctl ADD reports the readiness the
+// socket already has (bytes that came after the EAGAIN), so nothing is
+// missed. If the socket cannot be registered, its readers wait on the
+// loop's multishot POLLIN instead.
+func (n *netFD) goPollLazyOpen() bool {
+	if !n.incref() {
+		return false
+	}
+	defer n.decref()
+	if n.gpLazy.Load() {
+		if !n.goPollOpen() {
+			n.start(n.rt.pol.pollsForLife())
+		}
+		n.gpLazy.Store(false)
+	}
 	return true
 }
 

@@ -2,14 +2,17 @@ package uringrt
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/uringrt/uringrt/runtime/experiment"
+	"golang.org/x/sys/unix"
 )
 
 // TestNetpollReadiness: with experiment.Switches.NetpollReadiness a
@@ -22,7 +25,7 @@ func TestNetpollReadiness(t *testing.T) {
 	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{NetpollReadiness: true}})
 	c, s := pair(t, rt, "tcp")
 	sc := s.(*Conn)
-	if sc.fd.gp.Load() == 0 {
+	if !sc.fd.goPollMode() {
 		t.Fatal("accepted connection not in Go's netpoller")
 	}
 	b := make([]byte, 16)
@@ -127,10 +130,10 @@ func TestReadinessDefault(t *testing.T) {
 			runtime.GOMAXPROCS(tc.procs)
 			rt := newRT(t, Config{LockedLoops: tc.locked, Switches: tc.sw})
 			c, s := pair(t, rt, "tcp")
-			if got := s.(*Conn).fd.gp.Load() != 0; got != tc.netpoll {
+			if got := s.(*Conn).fd.goPollMode(); got != tc.netpoll {
 				t.Errorf("accepted connection in Go's netpoller: %v, want %v", got, tc.netpoll)
 			}
-			if got := c.(*Conn).fd.gp.Load() != 0; got != tc.netpoll {
+			if got := c.(*Conn).fd.goPollMode(); got != tc.netpoll {
 				t.Errorf("dialed connection in Go's netpoller: %v, want %v", got, tc.netpoll)
 			}
 			ln, err := rt.Listen("tcp", "127.0.0.1:0")
@@ -153,5 +156,106 @@ func TestReadinessDefault(t *testing.T) {
 				t.Fatalf("read: %q, %v", b[:n], err)
 			}
 		})
+	}
+}
+
+// epollHas reports whether fd is registered in any epoll instance of this
+// process (Go's netpoller's among them), from /proc/self/fdinfo.
+func epollHas(t *testing.T, fd int) bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("tfd: %8d ", fd)
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(info), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNetpollLazyRegistration: a net.Conn whose readers wait in Go's
+// netpoller is registered there (epoll_ctl ADD) only when a read first has
+// to wait: reads that find their bytes, writes and Close never register it
+// (no ADD, no DEL), and bytes that come between that read's EAGAIN and the
+// registration still wake it.
+func TestNetpollLazyRegistration(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{NetpollReadiness: true}})
+	c, s := pair(t, rt, "tcp")
+	sc := s.(*Conn)
+	if !sc.fd.goPollMode() {
+		t.Fatal("accepted connection not in Go's netpoller")
+	}
+	if epollHas(t, sc.fd.fd) {
+		t.Fatal("accepted connection registered in an epoll before any read waited")
+	}
+	// Bytes already there: read without waiting, answer, stay unregistered.
+	c.Write([]byte("req"))
+	b := make([]byte, 16)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// Wait for the bytes to be in the socket before reading, so the
+		// read does not have to wait.
+		n, err := unix.IoctlGetInt(sc.fd.fd, unix.SIOCINQ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n, err := s.Read(b); err != nil || string(b[:n]) != "req" {
+		t.Fatalf("read: %q, %v", b[:n], err)
+	}
+	if _, err := s.Write([]byte("resp")); err != nil {
+		t.Fatal(err)
+	}
+	if epollHas(t, sc.fd.fd) {
+		t.Fatal("registered after a read that did not wait")
+	}
+	if sc.fd.gp.Load() != 0 {
+		t.Fatal("netpoll entry made after a read that did not wait")
+	}
+	// A read that waits registers it, and wakes for bytes written later.
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		c.Write([]byte("more"))
+	}()
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := s.Read(b); err != nil || string(b[:n]) != "more" {
+		t.Fatalf("read that waited: %q, %v", b[:n], err)
+	}
+	if !epollHas(t, sc.fd.fd) {
+		t.Fatal("not registered after a read waited")
+	}
+	fd := sc.fd.fd
+	s.Close()
+	if epollHas(t, fd) {
+		t.Fatal("still registered after Close")
+	}
+	c.Close()
+
+	// Many connections whose first read races with the peer's bytes:
+	// each read must end with the bytes, whether they came before the
+	// EAGAIN, between it and the registration, or after it.
+	for i := 0; i < 200; i++ {
+		c, s := pair(t, rt, "tcp")
+		go c.Write([]byte("x"))
+		s.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := s.Read(b); err != nil || n != 1 {
+			t.Fatalf("connection %d: read %d, %v", i, n, err)
+		}
+		c.Close()
+		s.Close()
 	}
 }

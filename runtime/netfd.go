@@ -84,6 +84,13 @@ type connIO struct {
 	// it, for Close.
 	gp      atomic.Uintptr
 	gpUsers atomic.Int32
+	// gpLazy: the readers wait in Go's netpoller, and the socket is
+	// registered there at the first wait (goPollLazyOpen), not when it
+	// opens: a connection whose reads never wait (its bytes are there
+	// each time it reads, as with many a short request-response
+	// connection) costs no epoll_ctl ADD or DEL. Cleared after gp is
+	// stored, so goPollMode reads it first.
+	gpLazy atomic.Bool
 	// ringUsed: an op of fd was posted to the loop (a writer's POLLOUT).
 	// A socket in Go's netpoller with none is closed by Close itself.
 	ringUsed atomic.Bool
@@ -125,18 +132,20 @@ func (n *netFD) start(hybrid bool) {
 }
 
 // startConn starts an accepted or dialed connection: its readers wait in
-// Go's netpoller (Runtime.goPoll) or on the loop's multishot POLLIN.
+// Go's netpoller (Runtime.goPoll; the socket is registered there by the
+// first reader that has to wait) or on the loop's multishot POLLIN.
 //
-// It holds a reference while it registers the socket, so a Close racing with
+// It holds a reference while it starts the socket, so a Close racing with
 // it (Runtime.Close closing every tracked connection while Accept or Dial
-// is still starting this one) waits for it and then sees its netpoll entry;
-// a connection already closing is not started.
+// is still starting this one) waits for it; a connection already closing
+// is not started.
 func (n *netFD) startConn() {
 	if !n.incref() {
 		return
 	}
 	defer n.decref()
-	if n.rt.goPoll && n.goPollOpen() {
+	if n.rt.goPoll {
+		n.gpLazy.Store(true) // registered at the first wait (goPollLazyOpen)
 		return
 	}
 	n.start(n.rt.pol.pollsForLife())
@@ -155,6 +164,9 @@ func (n *netFD) rearmPollIn() {
 // deadline or Close wakes it (re-arming pollIn first if the kernel ended
 // it); the caller re-checks Close and the deadline and tries again.
 func (n *netFD) waitRead() {
+	if n.gpLazy.Load() && !n.goPollLazyOpen() {
+		return // closing: the caller sees it
+	}
 	if n.gp.Load() != 0 {
 		n.goPollWaitRead()
 		return
@@ -167,7 +179,7 @@ func (n *netFD) waitRead() {
 // a one-shot POLLOUT armed for it, until its CQE, a deadline or Close.
 func (n *netFD) waitWrite() {
 	n.ringUsed.Store(true)
-	if n.gp.Load() != 0 && n.closing.Load() {
+	if n.goPollMode() && n.closing.Load() {
 		return // Close may be closing fd itself (it saw no ring use)
 	}
 	n.l.post(request{kind: reqArm, op: &n.pollOut})

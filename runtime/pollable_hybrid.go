@@ -33,11 +33,11 @@ func (pollHybrid) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited,
 		fd.waitRead()
 		return 0, 0, true, true
 	}
-	// Not with Go's netpoller (fd.gp): its events carry no POLLRDHUP, and
+	// Not with Go's netpoller (goPollMode): its events carry no POLLRDHUP, and
 	// a FIN that came with the last bytes, before the reader was woken,
 	// posts no event of its own, so a wait after that short read would
 	// never end.
-	fd.rdDrained = fd.gp.Load() == 0 && errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
+	fd.rdDrained = !fd.goPollMode() && errno == 0 && n > 0 && n < len(b) && !fd.rdHup.Load()
 	return n, errno, false, false
 }
 

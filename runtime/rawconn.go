@@ -65,7 +65,7 @@ func (fd *netFD) rawIO(write bool, f func(sysfd int) rawResult) error {
 // ring the first raw read arms it, and it stays armed (re-armed, like the
 // hybrid one, when the kernel ends it).
 func (fd *netFD) waitRawRead() {
-	if fd.gp.Load() == 0 && !fd.pollInArmed.Load() && fd.pollInArmed.CompareAndSwap(false, true) {
+	if !fd.goPollMode() && !fd.pollInArmed.Load() && fd.pollInArmed.CompareAndSwap(false, true) {
 		fd.l.post(request{kind: reqArm, op: &fd.pollIn})
 	}
 	fd.waitRead()
