@@ -63,7 +63,7 @@ const inlineTick = time.Millisecond
 
 // loopInline is a loop's RunOnLoop state.
 type loopInline struct {
-	q    []func() // queued functions (loop-owned), from q[head]
+	q    []inlFn // queued functions (loop-owned), from q[head]
 	head int
 	seq  uint64         // the last function's sequence number (loop-owned)
 	word atomic.Uint64  // seq<<2 | state
@@ -71,7 +71,30 @@ type loopInline struct {
 	seen uint64         // the word at the monitor's last look (monitor-owned)
 	// runs, takeovers: functions run, and loops handed to a new goroutine
 	runs, takeovers atomic.Uint64
+	// refuse: RunOnLoop queues nothing on this loop (its caller runs fn
+	// its own way), set by the monitor when it took the loop from a
+	// function and cleared after refuseLeft looks. backoff is the length
+	// of the last such window in looks, doubled by a takeover within
+	// twice its length of the one before (at lastTO); monitor-owned.
+	refuse              atomic.Bool
+	refuseLeft, backoff int
+	lastTO              time.Time
 }
+
+// inlFn is a queued function of RunOnLoop and its connection.
+type inlFn struct {
+	c  *CallbackConn
+	fn func()
+}
+
+// Refusal after a takeover: the first window is refuseMin looks (ticks);
+// a takeover within twice the last window's length of the one before
+// doubles it, up to refuseMax.
+// (Variables for the tests.)
+var (
+	refuseMin = 8
+	refuseMax = 1024
+)
 
 // RunOnLoop queues fn to run on the goroutine of the connection's loop,
 // after the loop has handled the completions it is working through and
@@ -95,22 +118,28 @@ type loopInline struct {
 // in a new goroutine and fn finishes on its own one, as if started with
 // go; the loop's other connections then waited that long. That needs a P
 // for the runtime's monitor: with every P busy (GOMAXPROCS=1 and fn
-// computing), it comes at Go's forced preemption, about 10 ms.
-// Stats.InlineTakeovers counts takeovers. A panic in fn is not recovered
-// (as in a goroutine of its own).
+// computing), it comes at Go's forced preemption, about 10 ms. The
+// functions queued behind one that lost the loop this way do not wait for
+// the loop's next turn: each connection's run, in the order queued, on a
+// goroutine of their own. And for a while after such a takeover (8 ms,
+// doubling with each takeover that follows soon, up to about a second)
+// RunOnLoop queues nothing on that loop, so functions that block do not
+// stall it one after another. Stats.InlineTakeovers counts takeovers. A
+// function that ends its goroutine (runtime.Goexit) hands the loop on at
+// once. A panic in fn is not recovered (as in a goroutine of its own).
 //
 // It reports whether fn was queued: only from the connection's own
 // callback on a loop that waits in Go's netpoller (the default, when the
-// kernel lets Go's netpoller wait on the ring), on amd64 or arm64; false
-// with Config.LockedLoops (a ring used from one thread only), a MayBlocker
-// handler, BackendStd, or elsewhere, when the caller runs fn some other
-// way.
+// kernel lets Go's netpoller wait on the ring), on amd64 or arm64, and not
+// in the while after a takeover above; false with Config.LockedLoops (a
+// ring used from one thread only), a MayBlocker handler, BackendStd, or
+// elsewhere, when the caller runs fn some other way.
 func (c *CallbackConn) RunOnLoop(fn func()) bool {
-	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || !c.hold() {
+	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || c.l.inl.refuse.Load() || !c.hold() {
 		return false
 	}
 	l := c.l
-	l.inl.q = append(l.inl.q, fn)
+	l.inl.q = append(l.inl.q, inlFn{c, fn})
 	return true
 }
 
@@ -132,15 +161,65 @@ func (c *CallbackConn) LeaveLoop() {
 		return
 	}
 	if in.word.CompareAndSwap(w, w&^3|inlStolen) {
-		l.takeover()
+		l.takeover(false)
 	}
 }
 
 // takeover starts a new goroutine running the loop (the word is
 // inlStolen, set by the caller).
-func (l *loop) takeover() {
+//
+// spill: the function blocked (the monitor took the loop from it), so the
+// new goroutine hands the functions queued behind it to goroutines
+// (spillInline) instead of running them on the loop.
+func (l *loop) takeover(spill bool) {
 	l.inl.takeovers.Add(1)
-	go l.run()
+	go l.runFrom(spill)
+}
+
+// spillInline runs the queued functions off the loop, each connection's
+// in order on a goroutine of their own (the new goroutine of a takeover,
+// before it runs anything else of the loop's).
+func (l *loop) spillInline() {
+	in := &l.inl
+	rest := in.q[in.head:]
+	for i, e := range rest {
+		if e.fn == nil {
+			continue // taken with an earlier one of its connection
+		}
+		fns := []func(){e.fn}
+		for j := i + 1; j < len(rest); j++ {
+			if rest[j].c == e.c && rest[j].fn != nil {
+				fns = append(fns, rest[j].fn)
+				rest[j].fn = nil
+			}
+		}
+		go func() {
+			for _, fn := range fns {
+				fn()
+			}
+		}()
+	}
+	clear(in.q)
+	in.q, in.head = in.q[:0], 0
+}
+
+// runOne runs fn, the function seq, and reports whether the loop is still
+// this goroutine's. A function that ends its goroutine (runtime.Goexit)
+// hands the loop to a new one at once, as LeaveLoop does.
+func (l *loop) runOne(fn func(), seq uint64) bool {
+	returned := false
+	defer func() {
+		if !returned {
+			in := &l.inl
+			w := seq<<2 | inlRun
+			if in.word.CompareAndSwap(w, w&^3|inlStolen) {
+				l.takeover(false)
+			}
+		}
+	}()
+	fn()
+	returned = true
+	return l.inl.end(seq)
 }
 
 // empty reports whether no function waits to run (loop only).
@@ -155,8 +234,8 @@ func (l *loop) runInline() bool {
 		return true
 	}
 	for in.head < len(in.q) {
-		fn := in.q[in.head]
-		in.q[in.head] = nil
+		fn := in.q[in.head].fn
+		in.q[in.head] = inlFn{}
 		in.head++
 		in.seq++
 		seq := in.seq
@@ -165,8 +244,7 @@ func (l *loop) runInline() bool {
 		// is woken here (it stores parked before it looks).
 		l.rt.inlMon.start(l.rt)
 		in.runs.Add(1)
-		fn()
-		if !in.end(seq) {
+		if !l.runOne(fn, seq) {
 			return false
 		}
 	}
@@ -354,9 +432,23 @@ func (m *inlineMonitor) look(rt *Runtime) bool {
 			active = true
 		}
 		if w&3 == inlRun && w == in.seen && in.word.CompareAndSwap(w, w&^3|inlStolen) {
-			l.takeover()
+			now := time.Now()
+			if now.Sub(in.lastTO) <= time.Duration(2*in.backoff)*inlineTick {
+				in.backoff = min(2*in.backoff, refuseMax)
+			} else {
+				in.backoff = refuseMin
+			}
+			in.refuseLeft, in.lastTO = in.backoff, now
+			in.refuse.Store(true)
+			l.takeover(true)
 		} else if w&3 == inlRun || w&3 == inlBusy {
 			active = true
+		}
+		if in.refuseLeft > 0 {
+			active = true // the window must be closed by a look
+			if in.refuseLeft--; in.refuseLeft == 0 {
+				in.refuse.Store(false)
+			}
 		}
 		in.seen = w
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,5 +246,125 @@ func TestRunOnLoopFromTimer(t *testing.T) {
 		if d := time.Since(t0); d > 500*time.Millisecond {
 			t.Fatalf("the function queued by a timer ran %v after the write (the timer: 10 ms)", d)
 		}
+	}
+}
+
+// TestRunOnLoopSpillAfterTakeover: functions queued behind one that lost
+// the loop to the monitor do not each take the loop and lose it in turn:
+// they run off the loop, a connection's in the order queued, and the
+// loop's other connections are answered meanwhile.
+func TestRunOnLoopSpillAfterTakeover(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	var onLoop atomic.Int64
+	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
+	conns := dialStd(t, addr, 2)
+	slow, fast := conns[0], conns[1]
+	for _, c := range conns {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+	}
+	// One write, so one OnData queues all twenty (each sleeps 20 ms).
+	var b strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, "20 s%d\n", i)
+	}
+	io.WriteString(slow, b.String())
+	time.Sleep(5 * time.Millisecond)
+	rf := bufio.NewReader(fast)
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(fast, "0 f%d\n", i)
+		if got, err := rf.ReadString('\n'); err != nil || got != fmt.Sprintf("ack f%d\n", i) {
+			t.Fatalf("fast reply %d: %q, %v", i, got, err)
+		}
+	}
+	rs := bufio.NewReader(slow)
+	var want strings.Builder
+	for i := 0; i < 20; i++ {
+		want.WriteString("ack ")
+	}
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&want, "s%d\n", i)
+	}
+	got := make([]byte, want.Len())
+	if _, err := io.ReadFull(rs, got); err != nil || string(got) != want.String() {
+		t.Fatalf("slow replies %q, %v; want %q", got, err, want.String())
+	}
+	// Before: each of the twenty lost the loop in turn (twenty takeovers,
+	// the fast connection waiting 1-2 ms for each). A descheduled thread
+	// may add a spurious one.
+	if _, takeovers := inlineCounts(rt); takeovers < 1 || takeovers > 5 {
+		t.Fatalf("InlineTakeovers %d; want 1 (the rest run off the loop)", takeovers)
+	}
+}
+
+// TestRunOnLoopRefusedAfterTakeover: for a while after the monitor took
+// a loop from a function that blocked, RunOnLoop queues nothing there
+// (the caller runs its function its own way), then queues again.
+func TestRunOnLoopRefusedAfterTakeover(t *testing.T) {
+	old := refuseMin
+	refuseMin = 300 // looks (ms): wide enough for a loaded machine
+	t.Cleanup(func() { refuseMin = old })
+	rt := newRT(t, Config{Loops: 1})
+	res := make(chan bool, 100)
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		if string(d) == "block" {
+			if !c.RunOnLoop(func() { time.Sleep(50 * time.Millisecond) }) {
+				t.Error("RunOnLoop refused before any takeover")
+			}
+			return
+		}
+		res <- c.RunOnLoop(func() {})
+	}}).Addr().String()
+	conns := dialStd(t, addr, 2)
+	conns[0].Write([]byte("block"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, takeovers := inlineCounts(rt); takeovers > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no takeover of a function that sleeps 50 ms")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	conns[1].Write([]byte("x"))
+	if <-res {
+		t.Fatal("RunOnLoop queued a function right after a takeover")
+	}
+	for {
+		time.Sleep(20 * time.Millisecond)
+		conns[1].Write([]byte("x"))
+		if <-res {
+			break // the window closed
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("RunOnLoop still refused 10 s after the takeover")
+		}
+	}
+}
+
+// TestRunOnLoopGoexit: a function that ends its goroutine
+// (runtime.Goexit) on the loop hands the loop on, which goes on serving.
+func TestRunOnLoopGoexit(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		if string(d) == "exit" {
+			c.RunOnLoop(func() { runtime.Goexit() })
+			return
+		}
+		c.RunOnLoop(func() { c.Write(d) })
+	}}).Addr().String()
+	conns := dialStd(t, addr, 2)
+	conns[0].Write([]byte("exit"))
+	c := conns[1]
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 4)
+	for i := 0; i < 10; i++ {
+		c.Write([]byte("ping"))
+		if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+			t.Fatalf("echo %d after a Goexit on the loop: %q, %v", i, b, err)
+		}
+	}
+	if _, takeovers := inlineCounts(rt); takeovers != 1 {
+		t.Fatalf("InlineTakeovers %d, want 1", takeovers)
 	}
 }

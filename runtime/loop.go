@@ -98,10 +98,18 @@ type loop struct {
 // run is the loop: take queued requests -> prep SQEs -> one enter that
 // submits and waits -> reap all CQEs -> run their completions as one batch
 // -> wake the goroutines of that batch.
-func (l *loop) run() {
+func (l *loop) run() { l.runFrom(false) }
+
+// runFrom runs the loop; spill: a takeover's goroutine from a function
+// that blocked, which first hands the functions queued behind it to
+// goroutines (callback_inline.go).
+func (l *loop) runFrom(spill bool) {
 	if haveCurG {
 		// A takeover's goroutine first of all (callback_inline.go).
 		l.inl.g.Store(curG())
+	}
+	if spill {
+		l.spillInline()
 	}
 	idle := loopIdleWait
 	for {
