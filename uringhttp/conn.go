@@ -33,6 +33,7 @@ type hconn struct {
 	busy   bool          // a goroutine serves a request
 	dead   bool          // answered an error or closing: input is ignored
 	closed bool          // OnClose ran
+	stDone bool          // StateClosed reported (mu): once, after the request in flight's states
 	killed bool          // Server.Close closed it: writes fail at once
 	paused bool          // reading paused for backpressure
 	post   bool          // the last request was a POST (leading CRLF tolerance)
@@ -427,6 +428,55 @@ func (h *hconn) errorReply(err error, onLoop bool) {
 // received after it, in order, then returns: the goroutine ends when the
 // connection goes idle.
 func (h *hconn) serve(w *response) {
+	returned := false
+	defer func() {
+		if !returned {
+			// The handler ended its goroutine (runtime.Goexit): as
+			// net/http, cancel the request, send what was flushed and
+			// close the connection.
+			h.abandon()
+		}
+		h.reportClosed()
+	}()
+	h.serveLoop(w)
+	returned = true
+}
+
+// abandon closes the connection of a request whose handler ended its
+// goroutine (serving goroutine).
+func (h *hconn) abandon() {
+	h.endRequest()
+	h.mu.Lock()
+	hijacked := h.hj != nil
+	if !hijacked {
+		h.dead = true
+		h.busy = false
+		h.releaseIn()
+	}
+	h.mu.Unlock()
+	if !hijacked {
+		h.flushOut()
+		h.c.Close()
+	}
+}
+
+// reportClosed reports StateClosed for a connection that closed while a
+// request was in flight (OnClose leaves it to the request's end, so that
+// it follows the request's StateActive, as in net/http).
+func (h *hconn) reportClosed() {
+	h.mu.Lock()
+	rep := h.closed && !h.busy && h.hj == nil && !h.stDone
+	if rep {
+		h.stDone = true
+	}
+	h.mu.Unlock()
+	if rep {
+		h.setState(http.StateClosed)
+	}
+}
+
+// serveLoop is serve without its deferred end.
+func (h *hconn) serveLoop(w *response) {
 	for {
 		keep, hijacked := h.serveOne(w)
 		if hijacked {
@@ -811,13 +861,19 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	} else if !h.busy {
 		h.releaseIn()
 	}
+	// With a request in flight, StateClosed waits for its end
+	// (reportClosed), after its StateActive.
+	rep := hj == nil && !h.busy && !h.stDone
+	if rep {
+		h.stDone = true
+	}
 	rctx := h.rctx
 	h.mu.Unlock()
 	if rctx != nil {
 		rctx.cancel(context.Canceled)
 	}
 	sh.s.track(h, false)
-	if hj == nil {
+	if rep {
 		h.setState(http.StateClosed)
 	}
 }

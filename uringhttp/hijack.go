@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -18,6 +19,7 @@ type hijackConn struct {
 	h       *hconn
 	rdTimer *time.Timer
 	wrTimer *time.Timer
+	wmu     sync.Mutex // Write's: one at a time, each written whole (as Go's net)
 }
 
 var _ net.Conn = (*hijackConn)(nil)
@@ -75,6 +77,8 @@ func (hc *hijackConn) Read(p []byte) (int, error) {
 // full; after the write deadline it fails with a timeout.
 func (hc *hijackConn) Write(p []byte) (int, error) {
 	h := hc.h
+	hc.wmu.Lock()
+	defer hc.wmu.Unlock()
 	h.werr = nil
 	if err := h.send(p); err != nil {
 		if err == errWriteTimeout {

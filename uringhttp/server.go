@@ -171,11 +171,13 @@ func (s *Server) ListenAndServe() error {
 // only if it was made so (a uringrt.ListenConfig with DeferAccept set).
 // It blocks
 // until the listener is closed and returns http.ErrServerClosed after
-// Shutdown or Close, or the error that ended serving: at once for a
-// listener that is not s.Runtime's (a net.Listen listener: serve that with
-// net/http) or that is served already.
+// Shutdown or Close (called before Serve, too: ln is then closed), or the
+// error that ended serving: at once for a listener that is not
+// s.Runtime's (a net.Listen listener: serve that with net/http) or that
+// is served already.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.shuttingDown() {
+		ln.Close()
 		return http.ErrServerClosed
 	}
 	rt, err := s.runtime()
@@ -191,6 +193,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView())}
 	s.mu.Lock()
+	if s.shuttingDown() {
+		// Shutdown or Close began since the check above (BaseContext
+		// ran meanwhile); they close the listeners they find under mu,
+		// and ln is not among them.
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
 	if s.listeners == nil {
 		s.listeners = make(map[net.Listener]struct{})
 	}

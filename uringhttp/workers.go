@@ -31,10 +31,12 @@ const workerIdle = 2 * time.Second
 // and the answers of a batch leave in one submission. The runtime moves a
 // handler that has not returned after one to two milliseconds to a goroutine
 // of its own (the loop goes on in another), and one about to wait
-// (waitLocked, Hijack) moves itself. A handler that ran past slowOnLoop
-// sends the server's next offLoopRuns requests to the workers, so handlers
-// that block on every request cost a takeover now and then, not every
-// time.
+// (waitLocked, Hijack) moves itself; the handlers queued behind one that
+// blocked then run off the loop, and for a while after such a takeover
+// the runtime queues none (RunOnLoop refuses: they go to the workers). A
+// handler that ran past slowOnLoop sends the server's next offLoopRuns
+// requests to the workers too, so handlers that block on every request
+// cost a takeover now and then, not every time.
 const (
 	slowOnLoop  = 500 * time.Microsecond // Server.slowOnLoop's default
 	offLoopRuns = 256
