@@ -61,6 +61,10 @@ const (
 // has run for a whole tick (between one and two ticks) loses the loop.
 const inlineTick = time.Millisecond
 
+// inlineBatch is how long the functions queued in one iteration may hold
+// the loop between them: past it, those left run off the loop.
+const inlineBatch = time.Millisecond
+
 // loopInline is a loop's RunOnLoop state.
 type loopInline struct {
 	q    []inlFn // queued functions (loop-owned), from q[head]
@@ -121,7 +125,8 @@ var (
 // computing), it comes at Go's forced preemption, about 10 ms. The
 // functions queued behind one that lost the loop this way do not wait for
 // the loop's next turn: each connection's run, in the order queued, on a
-// goroutine of their own. And for a while after such a takeover (8 ms,
+// goroutine of their own; so do those left when the functions queued in
+// one iteration have together held the loop for a millisecond. And for a while after such a takeover (8 ms,
 // doubling with each takeover that follows soon, up to about a second)
 // RunOnLoop queues nothing on that loop, so functions that block do not
 // stall it one after another. Stats.InlineTakeovers counts takeovers. A
@@ -233,7 +238,15 @@ func (l *loop) runInline() bool {
 	if in.head == len(in.q) {
 		return true
 	}
+	start := time.Now()
 	for in.head < len(in.q) {
+		if in.head > 0 && time.Since(start) > inlineBatch {
+			// The batch has held the loop long enough (functions that
+			// each wait a little, under the takeover's tick): the rest
+			// run off the loop.
+			l.spillInline()
+			return true
+		}
 		fn := in.q[in.head].fn
 		in.q[in.head] = inlFn{}
 		in.head++

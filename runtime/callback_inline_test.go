@@ -368,3 +368,40 @@ func TestRunOnLoopGoexit(t *testing.T) {
 		t.Fatalf("InlineTakeovers %d, want 1", takeovers)
 	}
 }
+
+// TestRunOnLoopBatchBudget: functions queued together that each work a
+// little (under the monitor's tick, so none is taken over) hold the loop
+// for about a millisecond between them, not for the sum of their waits:
+// the rest run off the loop, in order. Before: all twenty ran on the
+// loop, one after the other (6 ms and more).
+func TestRunOnLoopBatchBudget(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		for _, line := range strings.Fields(string(d)) {
+			if !c.RunOnLoop(func() {
+				// Work for 300 us (a sleep that short can last a
+				// millisecond, and be taken over).
+				for t0 := time.Now(); time.Since(t0) < 300*time.Microsecond; {
+				}
+				c.Write([]byte(line + "\n"))
+			}) {
+				t.Error("RunOnLoop refused")
+			}
+		}
+	}}).Addr().String()
+	c := dialStd(t, addr, 1)[0]
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var b, want strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, "m%d ", i)
+		fmt.Fprintf(&want, "m%d\n", i)
+	}
+	io.WriteString(c, b.String())
+	got := make([]byte, want.Len())
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != want.String() {
+		t.Fatalf("replies %q, %v; want %q", got, err, want.String())
+	}
+	if runs, _ := inlineCounts(rt); runs > 10 {
+		t.Fatalf("InlineRuns %d of 20 functions of 300 us each; want the rest off the loop after about 1 ms", runs)
+	}
+}
