@@ -36,11 +36,16 @@
 // for a handler that has not returned after one to two milliseconds (when
 // a P is free to notice: with GOMAXPROCS=1 and a handler that computes,
 // at Go's forced preemption, about 10 ms). The handler then finishes on
-// its own goroutine and the loop goes on. After a handler whose run took
-// longer than half a millisecond the server sends its next 256 requests
-// to its goroutines instead, so handlers that block on every request pay
-// for a takeover now and then, not every time.
-// Server.OffLoopHandlers sends every request there.
+// its own goroutine and the loop goes on; the handlers queued behind it
+// run off the loop, and for a while (8 ms, longer while such takeovers
+// keep coming) new requests go to the server's goroutines. Handlers queued
+// together hold the loop for about a millisecond between them, the rest
+// then running off it. After a handler whose run took longer than half a
+// millisecond the server also sends its next 256 requests to its
+// goroutines, so handlers that block on every request pay for a takeover
+// now and then, not every time. Server.OffLoopHandlers sends every
+// request there. A handler that ends its goroutine (runtime.Goexit) gets
+// its connection closed, as in net/http.
 //
 // The server's goroutines take the requests queued for them one after
 // another (for each, also the requests the client pipelined behind it, in
