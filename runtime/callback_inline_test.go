@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,6 +20,20 @@ func inlineCounts(rt *Runtime) (runs, takeovers uint64) {
 		takeovers += l.InlineTakeovers
 	}
 	return runs, takeovers
+}
+
+// replierPair serves inlineReplier on a one-loop runtime and dials two
+// connections to it (deadlines 20 s away); onLoop counts the functions
+// it queued.
+func replierPair(t *testing.T) (rt *Runtime, onLoop *atomic.Int64, slow, fast net.Conn) {
+	rt = newRT(t, Config{Loops: 1})
+	onLoop = new(atomic.Int64)
+	addr := serveCB(t, rt, inlineReplier(t, onLoop)).Addr().String()
+	conns := dialStd(t, addr, 2)
+	for _, c := range conns {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+	}
+	return rt, onLoop, conns[0], conns[1]
 }
 
 // inlineReplier answers each line "<ms> <text>" from a function run on
@@ -84,14 +99,7 @@ func TestRunOnLoop(t *testing.T) {
 // goroutine after about a millisecond, the sleeper's answer still comes,
 // and a takeover is counted.
 func TestRunOnLoopTakeover(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1})
-	var onLoop atomic.Int64
-	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
-	conns := dialStd(t, addr, 2)
-	slow, fast := conns[0], conns[1]
-	for _, c := range conns {
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-	}
+	rt, onLoop, slow, fast := replierPair(t)
 	rs, rf := bufio.NewReader(slow), bufio.NewReader(fast)
 	fmt.Fprintf(slow, "1000 slow\n")
 	time.Sleep(20 * time.Millisecond) // the sleep has begun on the loop
@@ -254,14 +262,7 @@ func TestRunOnLoopFromTimer(t *testing.T) {
 // they run off the loop, a connection's in the order queued, and the
 // loop's other connections are answered meanwhile.
 func TestRunOnLoopSpillAfterTakeover(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1})
-	var onLoop atomic.Int64
-	addr := serveCB(t, rt, inlineReplier(t, &onLoop)).Addr().String()
-	conns := dialStd(t, addr, 2)
-	slow, fast := conns[0], conns[1]
-	for _, c := range conns {
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-	}
+	rt, _, slow, fast := replierPair(t)
 	// One write, so one OnData queues all twenty (each sleeps 20 ms).
 	var b strings.Builder
 	for i := 0; i < 20; i++ {

@@ -326,15 +326,7 @@ func TestContextCancelledWhenClientGoes(t *testing.T) {
 }
 
 func TestShutdownWaitsForRequests(t *testing.T) {
-	rt, err := uringrt.New(uringrt.Config{Loops: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, ln := oneLoopListener(t)
 	started := make(chan struct{})
 	s := &Server{Runtime: rt, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)

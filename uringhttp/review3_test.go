@@ -18,6 +18,22 @@ import (
 // Tests from a third attack review of handlers on the loop: each failed
 // before its fix.
 
+// oneLoopListener returns a one-loop runtime and a listener of it on a
+// loopback port; the runtime is closed when the test ends.
+func oneLoopListener(t testing.TB) (*uringrt.Runtime, net.Listener) {
+	t.Helper()
+	rt, err := uringrt.New(uringrt.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, ln
+}
+
 // getPath sends a GET for path on c and returns the body and the time to
 // the whole response.
 func getPath(t *testing.T, c net.Conn, br *bufio.Reader, path string) (string, time.Duration) {
@@ -196,15 +212,7 @@ func TestHijackConcurrentWrites(t *testing.T) {
 // returns ErrServerClosed and closes ln, as net/http's does; before, ln
 // stayed open and its clients waited in the backlog.
 func TestServeAfterShutdownClosesListener(t *testing.T) {
-	rt, err := uringrt.New(uringrt.Config{Loops: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, ln := oneLoopListener(t)
 	s := &Server{Runtime: rt, Handler: http.NotFoundHandler()}
 	s.Shutdown(context.Background())
 	if err := s.Serve(ln); err != http.ErrServerClosed {
@@ -221,15 +229,7 @@ func TestServeAfterShutdownClosesListener(t *testing.T) {
 // does not serve on; before, it registered its listener after Shutdown
 // had closed the others and returned, and served forever.
 func TestServeShutdownRace(t *testing.T) {
-	rt, err := uringrt.New(uringrt.Config{Loops: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, ln := oneLoopListener(t)
 	defer ln.Close()
 	entered, release := make(chan struct{}), make(chan struct{})
 	s := &Server{Runtime: rt, Handler: http.NotFoundHandler(), BaseContext: func(net.Listener) context.Context {
