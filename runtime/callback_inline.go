@@ -72,7 +72,10 @@ type loopInline struct {
 	seq  uint64         // the last function's sequence number (loop-owned)
 	word atomic.Uint64  // seq<<2 | state
 	g    atomic.Uintptr // the goroutine running the loop (curG)
-	seen uint64         // the word at the monitor's last look (monitor-owned)
+	// cur is the connection of the function running (stored before its
+	// word): a takeover holds its chain (callback_inline_chain.go).
+	cur  atomic.Pointer[CallbackConn]
+	seen uint64 // the word at the monitor's last look (monitor-owned)
 	// runs, takeovers: functions run, and loops handed to a new goroutine
 	runs, takeovers atomic.Uint64
 	// refuse: RunOnLoop queues nothing on this loop (its caller runs fn
@@ -124,28 +127,52 @@ var (
 // for the runtime's monitor: with every P busy (GOMAXPROCS=1 and fn
 // computing), it comes at Go's forced preemption, about 10 ms. The
 // functions queued behind one that lost the loop this way do not wait for
-// the loop's next turn: each connection's run, in the order queued, on a
-// goroutine of their own; so do those left when the functions queued in
-// one iteration have together held the loop for a millisecond. And for a while after such a takeover (8 ms,
+// the loop's next turn: they run off the loop, on goroutines; so do those
+// left when the functions queued in one iteration have together held the
+// loop for a millisecond. And for a while after such a takeover (8 ms,
 // doubling with each takeover that follows soon, up to about a second)
-// RunOnLoop queues nothing on that loop, so functions that block do not
-// stall it one after another. Stats.InlineTakeovers counts takeovers. A
-// function that ends its goroutine (runtime.Goexit) hands the loop on at
-// once. A panic in fn is not recovered (as in a goroutine of its own).
+// RunOnLoop queues nothing on that loop (it returns false), so functions
+// that block do not stall it one after another. Stats.InlineTakeovers
+// counts takeovers. A function that ends its goroutine (runtime.Goexit)
+// hands the loop on at once. A panic in fn is not recovered (as in a
+// goroutine of its own).
+//
+// One connection's functions run in the order queued and one at a time,
+// on the loop or off it: once one of them runs off the loop (it lost the
+// loop, or was moved off it), those the connection queues after it wait
+// for it and run after it, off the loop, until none is left.
 //
 // It reports whether fn was queued: only from the connection's own
 // callback on a loop that waits in Go's netpoller (the default, when the
 // kernel lets Go's netpoller wait on the ring), on amd64 or arm64, and not
-// in the while after a takeover above; false with Config.LockedLoops (a
-// ring used from one thread only), a MayBlocker handler, BackendStd, or
-// elsewhere, when the caller runs fn some other way.
+// in the while after a takeover above unless one of the connection's
+// functions is still to run; false with Config.LockedLoops (a ring used
+// from one thread only), a MayBlocker handler, BackendStd, or elsewhere,
+// when the caller runs fn some other way.
 func (c *CallbackConn) RunOnLoop(fn func()) bool {
-	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || c.l.inl.refuse.Load() || !c.hold() {
+	if !haveCurG || c.std != nil || c.blocking || c.l.gw == nil || !c.hold() {
 		return false
 	}
 	l := c.l
+	if l.chainJoin(c, fn) {
+		return true // after c's functions running off the loop
+	}
+	if l.inl.refuse.Load() && !l.inl.queuedFor(c) {
+		return false // (one of c's still queued: fn must not overtake it)
+	}
 	l.inl.q = append(l.inl.q, inlFn{c, fn})
 	return true
+}
+
+// queuedFor reports whether a function of c waits in the loop's queue
+// (loop only).
+func (in *loopInline) queuedFor(c *CallbackConn) bool {
+	for _, e := range in.q[in.head:] {
+		if e.c == c {
+			return true
+		}
+	}
+	return false
 }
 
 // LeaveLoop, called by a function of RunOnLoop while it runs on the loop
@@ -166,7 +193,7 @@ func (c *CallbackConn) LeaveLoop() {
 		return
 	}
 	if in.word.CompareAndSwap(w, w&^3|inlStolen) {
-		l.takeover(false)
+		l.takeover(false, in.cur.Load())
 	}
 }
 
@@ -176,20 +203,30 @@ func (c *CallbackConn) LeaveLoop() {
 // spill: the function blocked (the monitor took the loop from it), so the
 // new goroutine hands the functions queued behind it to goroutines
 // (spillInline) instead of running them on the loop.
-func (l *loop) takeover(spill bool) {
+// stolen: the connection of the function that lost the loop and goes on
+// (nil for one that ended its goroutine): its chain is held until the
+// function returns, and its functions still queued join that chain.
+func (l *loop) takeover(spill bool, stolen *CallbackConn) {
 	l.inl.takeovers.Add(1)
-	go l.runFrom(spill)
+	if stolen != nil {
+		l.chainHold(stolen)
+	}
+	go l.runFrom(spill, stolen)
 }
 
 // spillInline runs the queued functions off the loop, each connection's
-// in order on a goroutine of their own (the new goroutine of a takeover,
-// before it runs anything else of the loop's).
-func (l *loop) spillInline() {
+// on its chain (in order, after one of its that lost the loop), on a
+// goroutine (the new goroutine of a takeover, before it runs anything else
+// of the loop's, or the loop when a batch ran past inlineBatch).
+//
+// only: spill only that connection's functions (those of a function that
+// left the loop), the others staying queued for the loop.
+func (l *loop) spillInline(only *CallbackConn) {
 	in := &l.inl
 	rest := in.q[in.head:]
 	for i, e := range rest {
-		if e.fn == nil {
-			continue // taken with an earlier one of its connection
+		if e.fn == nil || only != nil && e.c != only {
+			continue // taken with an earlier one of its connection, or not spilled
 		}
 		fns := []func(){e.fn}
 		for j := i + 1; j < len(rest); j++ {
@@ -198,11 +235,20 @@ func (l *loop) spillInline() {
 				rest[j].fn = nil
 			}
 		}
-		go func() {
-			for _, fn := range fns {
-				fn()
+		l.chainAdd(e.c, fns...) // after a function of e.c that lost the loop, if one did
+	}
+	if only != nil {
+		// Keep the others, in order.
+		n := 0
+		for _, e := range rest {
+			if e.fn != nil && e.c != only {
+				rest[n] = e
+				n++
 			}
-		}()
+		}
+		clear(rest[n:])
+		in.q = in.q[:in.head+n]
+		return
 	}
 	clear(in.q)
 	in.q, in.head = in.q[:0], 0
@@ -211,20 +257,28 @@ func (l *loop) spillInline() {
 // runOne runs fn, the function seq, and reports whether the loop is still
 // this goroutine's. A function that ends its goroutine (runtime.Goexit)
 // hands the loop to a new one at once, as LeaveLoop does.
-func (l *loop) runOne(fn func(), seq uint64) bool {
+func (l *loop) runOne(c *CallbackConn, fn func(), seq uint64) bool {
 	returned := false
 	defer func() {
 		if !returned {
 			in := &l.inl
 			w := seq<<2 | inlRun
 			if in.word.CompareAndSwap(w, w&^3|inlStolen) {
-				l.takeover(false)
+				l.takeover(false, nil)
+			} else {
+				l.chainRelease(c, false) // it had lost the loop: its hold
 			}
 		}
 	}()
 	fn()
 	returned = true
-	return l.inl.end(seq)
+	if l.inl.end(seq) {
+		return true
+	}
+	// It lost the loop: what its connection queued meanwhile runs now,
+	// on this goroutine.
+	l.chainRelease(c, true)
+	return false
 }
 
 // empty reports whether no function waits to run (loop only).
@@ -244,20 +298,21 @@ func (l *loop) runInline() bool {
 			// The batch has held the loop long enough (functions that
 			// each wait a little, under the takeover's tick): the rest
 			// run off the loop.
-			l.spillInline()
+			l.spillInline(nil)
 			return true
 		}
-		fn := in.q[in.head].fn
+		e := in.q[in.head]
 		in.q[in.head] = inlFn{}
 		in.head++
 		in.seq++
 		seq := in.seq
+		in.cur.Store(e.c)
 		in.set(seq<<2 | inlRun)
 		// After the word: a monitor parking meanwhile either sees it or
 		// is woken here (it stores parked before it looks).
 		l.rt.inlMon.start(l.rt)
 		in.runs.Add(1)
-		if !l.runOne(fn, seq) {
+		if !l.runOne(e.c, e.fn, seq) {
 			return false
 		}
 	}
@@ -327,11 +382,14 @@ func (c *CallbackConn) inlineDo(do func()) bool {
 	if !ok {
 		return false
 	}
+	// Deferred: a do that ends its goroutine (runtime.Goexit in an OnClose
+	// it runs) gives the word back, and the function's own Goexit hand-off
+	// then finds it.
+	defer l.inlineUnhold(w)
 	done := c.pendingWrites.Load() == 0 && !c.blocking
 	if done {
 		do()
 	}
-	l.inlineUnhold(w)
 	return done
 }
 
@@ -453,7 +511,7 @@ func (m *inlineMonitor) look(rt *Runtime) bool {
 			}
 			in.refuseLeft, in.lastTO = in.backoff, now
 			in.refuse.Store(true)
-			l.takeover(true)
+			l.takeover(true, in.cur.Load())
 		} else if w&3 == inlRun || w&3 == inlBusy {
 			active = true
 		}

@@ -406,3 +406,38 @@ func TestRunOnLoopBatchBudget(t *testing.T) {
 		t.Fatalf("InlineRuns %d of 20 functions of 300 us each; want the rest off the loop after about 1 ms", runs)
 	}
 }
+
+// TestRunOnLoopOrderAfterLeave: a connection's functions run in the order
+// queued, one at a time, also when one of them leaves the loop and waits:
+// what the connection queues meanwhile runs after it returns. Before: the
+// next ran on the loop's new goroutine at once, overtaking it.
+func TestRunOnLoopOrderAfterLeave(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	var mu sync.Mutex
+	var order []string
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		for _, line := range strings.Fields(string(d)) {
+			c.RunOnLoop(func() {
+				if line == "a" {
+					c.LeaveLoop()
+					time.Sleep(50 * time.Millisecond)
+				}
+				mu.Lock()
+				order = append(order, line)
+				mu.Unlock()
+				c.Write([]byte(line))
+			})
+		}
+	}}).Addr().String()
+	c := dialStd(t, addr, 1)[0]
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "a")
+	time.Sleep(10 * time.Millisecond)
+	io.WriteString(c, "b c")
+	got := make([]byte, 3)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "abc" {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("replies %q, %v (run order %v); want \"abc\"", got, err, order)
+	}
+}

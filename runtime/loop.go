@@ -85,6 +85,7 @@ type loop struct {
 	idle              loopIdle   // idle.go
 	timers            loopTimers // callback timers (callback_timer.go)
 	inl               loopInline // functions of RunOnLoop (callback_inline.go)
+	chains            loopChains // their off-loop chains (callback_inline_chain.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
@@ -98,18 +99,21 @@ type loop struct {
 // run is the loop: take queued requests -> prep SQEs -> one enter that
 // submits and waits -> reap all CQEs -> run their completions as one batch
 // -> wake the goroutines of that batch.
-func (l *loop) run() { l.runFrom(false) }
+func (l *loop) run() { l.runFrom(false, nil) }
 
-// runFrom runs the loop; spill: a takeover's goroutine from a function
-// that blocked, which first hands the functions queued behind it to
-// goroutines (callback_inline.go).
-func (l *loop) runFrom(spill bool) {
+// runFrom runs the loop. A takeover's goroutine first hands queued
+// functions off the loop (callback_inline.go): all of them (spill: the
+// function that lost the loop blocked), or those of stolen's connection,
+// which must wait for it.
+func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 	if haveCurG {
 		// A takeover's goroutine first of all (callback_inline.go).
 		l.inl.g.Store(curG())
 	}
 	if spill {
-		l.spillInline()
+		l.spillInline(nil)
+	} else if stolen != nil {
+		l.spillInline(stolen)
 	}
 	idle := loopIdleWait
 	for {

@@ -1,0 +1,64 @@
+package uringrt
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReviewBatchSpillReorders: after a batch-budget spill (no takeover,
+// so no refusal window), functions a connection queues in the next
+// iteration run on the loop while its spilled ones still run on their
+// goroutine: the connection's functions run out of the order queued.
+func TestReviewBatchSpillReorders(t *testing.T) {
+	rt := newRT(t, Config{Loops: 1})
+	var seq atomic.Int64
+	var order []string
+	var mu = make(chan struct{}, 1)
+	addr := serveCB(t, rt, HandlerFuncs{Data: func(c *CallbackConn, d []byte) {
+		for _, line := range strings.Fields(string(d)) {
+			if !c.RunOnLoop(func() {
+				for t0 := time.Now(); time.Since(t0) < 200*time.Microsecond; {
+				}
+				mu <- struct{}{}
+				order = append(order, line)
+				<-mu
+				seq.Add(1)
+				c.Write([]byte(line + "\n"))
+			}) {
+				t.Error("RunOnLoop refused")
+			}
+		}
+	}}).Addr().String()
+	c := dialStd(t, addr, 1)[0]
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var a, b, want strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&a, "m%d ", i)
+		fmt.Fprintf(&want, "m%d\n", i)
+	}
+	for i := 20; i < 30; i++ {
+		fmt.Fprintf(&b, "m%d ", i)
+		fmt.Fprintf(&want, "m%d\n", i)
+	}
+	io.WriteString(c, a.String())
+	time.Sleep(1500 * time.Microsecond)
+	io.WriteString(c, b.String())
+	got := make([]byte, want.Len())
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	_, takeovers := inlineCounts(rt)
+	mu <- struct{}{}
+	ord := append([]string(nil), order...)
+	<-mu
+	if string(got) != want.String() {
+		if takeovers > 0 {
+			t.Skipf("inconclusive: %d takeover(s) (a stolen function runs beside the next by design)", takeovers)
+		}
+		t.Fatalf("no takeover; functions of one connection ran out of the order queued:\n run order %v\n replies %q", ord, got)
+	}
+}
