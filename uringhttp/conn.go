@@ -397,8 +397,10 @@ func sameAddrObject(a, b net.Addr) bool {
 const errorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 // errorReply answers a request that could not be read as net/http does, and
-// closes the connection.
-func (h *hconn) errorReply(err error, onLoop bool) {
+// closes the connection; active: report StateActive first (the serving
+// goroutine reports it itself while its request is still in flight, so
+// that a StateClosed from OnClose cannot come before it).
+func (h *hconn) errorReply(err error, active bool) {
 	if h.srv.s.shuttingDown() {
 		h.c.Close()
 		return
@@ -419,9 +421,26 @@ func (h *hconn) errorReply(err error, onLoop bool) {
 			msg = "HTTP/1.1 " + publicErr + errorHeaders + publicErr
 		}
 	}
-	h.setState(http.StateActive)
+	if active {
+		h.setState(http.StateActive)
+	}
 	h.c.Write([]byte(msg))
 	h.c.Close()
+}
+
+// failInFlight ends the serving of a connection whose next input is an
+// error to answer (mu held on entry, released): StateActive is reported
+// while the connection is still busy, then it is marked dead and idle and
+// err answered.
+func (h *hconn) failInFlight(err error) {
+	h.dead = true
+	h.mu.Unlock()
+	h.setState(http.StateActive)
+	h.mu.Lock()
+	h.busy = false
+	h.releaseIn()
+	h.mu.Unlock()
+	h.errorReply(err, false)
 }
 
 // serve runs the handler for p and for the pipelined requests already
@@ -512,16 +531,19 @@ func (h *hconn) serveLoop(w *response) {
 				continue
 			}
 			if err != errIncomplete {
-				h.dead = true
-				h.busy = false
-				h.releaseIn()
-				h.mu.Unlock()
-				h.errorReply(err, false)
+				h.failInFlight(err)
 				return
 			}
 			h.setPhase(phaseHead)
 		} else {
 			h.setPhase(phaseIdle)
+		}
+		if h.rdErr != nil && h.buffered() >= 4 {
+			// As net/http between requests: a residue of 4 bytes or
+			// more before the FIN is a request cut short (400), less is
+			// not answered.
+			h.failInFlight(protoError("unexpected EOF"))
+			return
 		}
 		h.busy = false
 		h.dlSet(dlWexp|dlRexp, false)
@@ -531,19 +553,8 @@ func (h *hconn) serveLoop(w *response) {
 			resumeRead(h.c)
 		}
 		eof := h.rdErr != nil
-		rest := h.buffered()
 		h.mu.Unlock()
 		if eof {
-			// As net/http between requests: a residue of 4 bytes or more
-			// before the FIN is a request cut short (400), less is not
-			// answered.
-			if rest >= 4 {
-				h.mu.Lock()
-				h.dead = true
-				h.mu.Unlock()
-				h.errorReply(protoError("unexpected EOF"), false)
-				return
-			}
 			h.c.Close()
 		}
 		return

@@ -504,7 +504,7 @@ func (h *hconn) timeoutClose() {
 	h.mu.Unlock()
 	if partial {
 		// net/http answers a head cut by its deadline with 400.
-		h.errorReply(protoError("timeout"), false)
+		h.errorReply(protoError("timeout"), true)
 		return
 	}
 	h.c.Close()
