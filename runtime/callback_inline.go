@@ -140,7 +140,11 @@ var (
 // One connection's functions run in the order queued and one at a time,
 // on the loop or off it: once one of them runs off the loop (it lost the
 // loop, or was moved off it), those the connection queues after it wait
-// for it and run after it, off the loop, until none is left.
+// for it and run after it, off the loop, until none is left. So a
+// function that waits for a later function of its own connection waits
+// for ever, as a goroutine serving the connection's requests in turn
+// would: what it waits for must come from a callback, or from another
+// connection's function.
 //
 // It reports whether fn was queued: only from the connection's own
 // callback on a loop that waits in Go's netpoller (the default, when the
@@ -178,7 +182,9 @@ func (in *loopInline) queuedFor(c *CallbackConn) bool {
 // LeaveLoop, called by a function of RunOnLoop while it runs on the loop
 // of c, hands that loop to a new goroutine at once: the caller goes on as
 // an ordinary goroutine and may block. Elsewhere it does nothing. A
-// function that must wait for input or a drain calls it before waiting.
+// function that must wait for input or a drain calls it before waiting
+// (for what a callback of the connection delivers: a later function of
+// the same connection runs only after this one returns).
 func (c *CallbackConn) LeaveLoop() {
 	if !haveCurG || c.std != nil {
 		return
@@ -299,6 +305,7 @@ func (l *loop) runInline() bool {
 			// each wait a little, under the takeover's tick): the rest
 			// run off the loop.
 			l.spillInline(nil)
+			in.cur.Store(nil)
 			return true
 		}
 		e := in.q[in.head]
@@ -318,6 +325,7 @@ func (l *loop) runInline() bool {
 	}
 	clear(in.q)
 	in.q, in.head = in.q[:0], 0
+	in.cur.Store(nil) // (no connection kept reachable by the last function)
 	return true
 }
 
