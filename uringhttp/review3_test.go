@@ -3,10 +3,12 @@ package uringhttp
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +34,66 @@ func oneLoopListener(t testing.TB) (*uringrt.Runtime, net.Listener) {
 		t.Fatal(err)
 	}
 	return rt, ln
+}
+
+// stateLog records the ConnState transitions of each connection.
+type stateLog struct {
+	mu sync.Mutex
+	m  map[net.Conn][]http.ConnState
+}
+
+// add is a Server.ConnState hook.
+func (l *stateLog) add(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[net.Conn][]http.ConnState)
+	}
+	l.m[c] = append(l.m[c], st)
+	l.mu.Unlock()
+}
+
+// checkClosedLast waits (up to 10 s) until every connection seen has
+// reported StateClosed (one reset before its accept is never seen), then
+// fails t unless each reported it once and last.
+func (l *stateLog) checkClosedLast(t *testing.T, label string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		done := 0
+		for _, sts := range l.m {
+			if slices.Contains(sts, http.StateClosed) {
+				done++
+			}
+		}
+		seen := len(l.m)
+		l.mu.Unlock()
+		if done == seen && seen > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a late state would show now
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	bad := 0
+	for _, sts := range l.m {
+		closed := 0
+		for _, st := range sts {
+			if st == http.StateClosed {
+				closed++
+			}
+		}
+		if closed != 1 || sts[len(sts)-1] != http.StateClosed {
+			if bad < 3 {
+				t.Logf("%s: states %v", label, sts)
+			}
+			bad++
+		}
+	}
+	if len(l.m) == 0 || bad > 0 {
+		t.Errorf("%s: %d connections seen, %d of them without StateClosed once and last", label, len(l.m), bad)
+	}
 }
 
 // getPath sends a GET for path on c and returns the body and the time to
@@ -95,13 +157,8 @@ func TestGoexitInHandler(t *testing.T) {
 // before the request's StateActive, which followed it.
 func TestConnStateClosedLast(t *testing.T) {
 	for _, off := range []bool{false, true} {
-		var mu sync.Mutex
-		states := map[net.Conn][]http.ConnState{}
-		s := &Server{OffLoopHandlers: off, ConnState: func(c net.Conn, st http.ConnState) {
-			mu.Lock()
-			states[c] = append(states[c], st)
-			mu.Unlock()
-		}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var log stateLog
+		s := &Server{OffLoopHandlers: off, ConnState: log.add, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "ok")
 		})}
 		addr := serve(t, s)
@@ -115,48 +172,7 @@ func TestConnStateClosedLast(t *testing.T) {
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 			c.Close()
 		}
-		// Wait until every connection seen has reported StateClosed (one
-		// reset before its accept is never seen).
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			mu.Lock()
-			done := 0
-			for _, sts := range states {
-				for _, st := range sts {
-					if st == http.StateClosed {
-						done++
-						break
-					}
-				}
-			}
-			seen := len(states)
-			mu.Unlock()
-			if done == seen && seen > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond) // a late state would show now
-		mu.Lock()
-		bad := 0
-		for _, sts := range states {
-			closed := 0
-			for _, st := range sts {
-				if st == http.StateClosed {
-					closed++
-				}
-			}
-			if closed != 1 || sts[len(sts)-1] != http.StateClosed {
-				if bad < 3 {
-					t.Logf("off=%v: states %v", off, sts)
-				}
-				bad++
-			}
-		}
-		if len(states) == 0 || bad > 0 {
-			t.Errorf("off=%v: %d connections seen, %d of them without StateClosed once and last", off, len(states), bad)
-		}
-		mu.Unlock()
+		log.checkClosedLast(t, fmt.Sprintf("off=%v", off))
 	}
 }
 
