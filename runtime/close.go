@@ -44,8 +44,8 @@ func (n *netFD) close() error {
 	n.wdl.stop()
 	n.rd.interrupt()
 	n.wr.interrupt()
-	n.cancelIO(&n.rop)
-	n.cancelIO(&n.wop)
+	n.cancelIO(false)
+	n.cancelIO(true)
 	for n.refs.Load() != 0 {
 		runtime.Gosched()
 	}
@@ -115,14 +115,18 @@ func (n *netFD) shutClose() bool {
 	return n.plainTCPNow() && unix.Shutdown(n.fd, unix.SHUT_RDWR) == nil
 }
 
-// cancelIO cancels o, the recv or send op of a policy that has one in
+// cancelIO cancels the recv (or, write, the send) op of a policy that has one in
 // flight while a goroutine waits (experiment.PollRing, experiment.PollAsync, experiment.PollBlocking). Under
 // experiment.PollHybrid a waiting goroutine parks on a poll instead and those ops are
 // never used, so nothing is posted: no request and no wake-up of the loop
 // per deadline or Close.
-func (n *netFD) cancelIO(o *op) {
+func (n *netFD) cancelIO(write bool) {
 	if n.connIO == nil || n.rt.pol.pollsForLife() {
 		return
+	}
+	o := &n.ringOps().rop
+	if write {
+		o = &n.ringOps().wop
 	}
 	n.l.post(request{kind: reqCancel, op: o})
 }

@@ -299,18 +299,18 @@ func TestArmedExpiredOpWakesAtOnce(t *testing.T) {
 		fd.l.post(request{kind: reqFunc, fn: func() { close(held); <-release }})
 		<-held
 		fd.wdl.expired.Store(true) // as if the deadline passed just after Write checked it
-		fd.wop.buf = []byte("x")
-		fd.l.post(request{kind: reqArm, op: &fd.wop})
+		fd.ringOps().wop.buf = []byte("x")
+		fd.l.post(request{kind: reqArm, op: &fd.ringOps().wop})
 		close(release)
 		select {
-		case <-fd.wop.done:
-			if fd.wop.res != -int32(syscall.ECANCELED) {
-				t.Errorf("%v: res %d, want -ECANCELED", pol, fd.wop.res)
+		case <-fd.ringOps().wop.done:
+			if fd.ringOps().wop.res != -int32(syscall.ECANCELED) {
+				t.Errorf("%v: res %d, want -ECANCELED", pol, fd.ringOps().wop.res)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%v: the expired op's goroutine was not woken", pol)
 		}
-		fd.wop.buf = nil
+		fd.ringOps().wop.buf = nil
 		fd.wdl.expired.Store(false)
 	}
 }

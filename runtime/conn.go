@@ -171,32 +171,42 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	return c.setDeadline(&c.fd.rdl, t, &c.fd.rd, &c.fd.rop)
+	return c.setDeadline(&c.fd.rdl, t, false)
 }
 
 // SetWriteDeadline sets the deadline for Write calls, pending ones included.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	return c.setDeadline(&c.fd.wdl, t, &c.fd.wr, &c.fd.wop)
+	return c.setDeadline(&c.fd.wdl, t, true)
 }
 
-// setDeadline sets d to t; when it passes, the goroutine parked on pd is
-// woken and o, if in flight, is cancelled.
-func (c *Conn) setDeadline(d *deadline, t time.Time, pd *pollDesc, o *op) error {
+// setDeadline sets d, the read or write deadline, to t; when it passes,
+// deadlinePassed runs.
+func (c *Conn) setDeadline(d *deadline, t time.Time, write bool) error {
 	fd := c.fd
 	if fd.closing.Load() {
 		return fd.opError("set", net.ErrClosed)
 	}
 	if d.setFast(t) {
-		return nil // the same fire as below, kept by the first set
+		return nil // the connection's own fire, kept by the first set
 	}
-	d.set(t, func() {
-		pd.interrupt()
-		if pd == &fd.rd && fd.gp.Load() != 0 {
-			fd.goPollExpire()
-		}
-		fd.cancelIO(o)
-	})
+	d.setConn(t, fd, write)
 	return nil
+}
+
+// deadlinePassed wakes the goroutine parked on the read (or write) side
+// and cancels that side's op in flight, if any: what a Conn's read or
+// write deadline does when it passes.
+func (n *netFD) deadlinePassed(write bool) {
+	if write {
+		n.wr.interrupt()
+		n.cancelIO(true)
+		return
+	}
+	n.rd.interrupt()
+	if n.gp.Load() != 0 {
+		n.goPollExpire()
+	}
+	n.cancelIO(false)
 }
 
 // SetNoDelay sets TCP_NODELAY (on by default, as in Go's net).

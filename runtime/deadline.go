@@ -32,6 +32,20 @@ type deadlineTimer struct {
 	timerAt int64       // unix ns the timer is armed for; 0: not armed
 	fire    func()      // what the last set passed: run when the deadline passes
 	stopped bool        // stop ran (the connection closed): the timer never re-arms
+	// fd and write: a connection's own deadline (setConn). With no fire,
+	// fd.deadlinePassed(write) runs when it passes, so a Conn's deadline
+	// allocates no closure.
+	fd    *netFD
+	write bool
+}
+
+// run runs what passing the deadline does (d.mu held).
+func (dt *deadlineTimer) run() {
+	if dt.fire != nil {
+		dt.fire()
+	} else if dt.fd != nil {
+		dt.fd.deadlinePassed(dt.write)
+	}
 }
 
 // set arms the deadline at t (zero: none); fire is run when it passes, and
@@ -46,17 +60,31 @@ func (d *deadline) set(t time.Time, fire func()) {
 	d.setLocked(t)
 }
 
-// setFast is set with the fire of the last set, for the callers that pass
-// the same one every time: it allocates nothing. It does nothing and
-// reports false when no set came before, or the last one passed no fire.
+// setFast is set with the fire of the last set (or the connection's own,
+// after setConn), for the callers that pass the same one every time: it
+// allocates nothing. It does nothing and reports false when neither came
+// before, or the last set passed no fire and setConn never ran.
 func (d *deadline) setFast(t time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.t == nil || d.t.fire == nil {
+	if d.t == nil || (d.t.fire == nil && d.t.fd == nil) {
 		return false
 	}
 	d.setLocked(t)
 	return true
+}
+
+// setConn arms the deadline at t for a connection's read (write false) or
+// write side: when it passes, fd.deadlinePassed(write) runs. Later sets
+// take setFast's path.
+func (d *deadline) setConn(t time.Time, fd *netFD, write bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.t == nil {
+		d.t = new(deadlineTimer)
+	}
+	d.t.fd, d.t.write = fd, write
+	d.setLocked(t)
 }
 
 func (d *deadline) setLocked(t time.Time) {
@@ -71,9 +99,7 @@ func (d *deadline) setLocked(t time.Time) {
 	dur := time.Until(t)
 	if dur <= 0 {
 		d.expired.Store(true)
-		if d.t.fire != nil {
-			d.t.fire()
-		}
+		d.t.run()
 		return
 	}
 	d.expired.Store(false)
@@ -112,9 +138,7 @@ func (d *deadline) onTimer() {
 		deadlineFireHook()
 	}
 	d.expired.Store(true)
-	if dt.fire != nil {
-		dt.fire()
-	}
+	dt.run()
 }
 
 // deadlineFireHook, when set by a test, runs in onTimer between its check

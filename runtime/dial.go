@@ -154,7 +154,8 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 		return nil, opErr(err)
 	}
 	l := rt.pickConnLoop()
-	n := newNetFD(rt, l, fd, family, network)
+	c := newNetConn(rt, l, fd, family, network)
+	n := c.fd
 	n.dialed = true
 	n.plainTCP = plainDial(d, family)
 	n.remot = a
@@ -182,7 +183,7 @@ func (rt *Runtime) dialOne(ctx context.Context, d *Dialer, network string, a net
 	if start {
 		n.startConn()
 	}
-	return &Conn{fd: n}, nil
+	return c, nil
 }
 
 // waitConnect parks until the nonblocking connect completes (POLLOUT via

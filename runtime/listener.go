@@ -52,11 +52,11 @@ func (ln *listener) Accept() (net.Conn, error) {
 	defer fd.rmu.Unlock()
 	for {
 		var nfd int
-		var rsa unix.Sockaddr
+		var rsa unix.RawSockaddrAny
 		var errno syscall.Errno
 		err := fd.rawIO(false, func(sysfd int) rawResult {
 			var err error
-			nfd, rsa, err = accept4(sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			nfd, err = accept4Raw(sysfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, &rsa)
 			switch err {
 			case nil:
 			case syscall.EAGAIN:
@@ -76,49 +76,54 @@ func (ln *listener) Accept() (net.Conn, error) {
 			ln.rt.countAcceptError(errno)
 			return nil, fd.opError("accept", sysError("accept", errno))
 		}
-		if c, ok := ln.newConn(nfd, rsa, false); ok {
+		if c, ok := ln.newConn(nfd, rawToAddr(ln.fd.net, &rsa), false); ok {
 			return c, nil
 		}
 	}
 }
 
-// newConn wraps an accepted fd whose peer address accept4 returned in rsa
-// (nil after a multishot accept, which returns none: it is read here, and
-// a connection whose peer reset it before it was accepted, so that it has
-// no address any more, is closed unseen). False when MaxConns rejected it.
-func (ln *listener) newConn(fd int, rsa unix.Sockaddr, callback bool) (*Conn, bool) {
+// newConn wraps an accepted fd whose peer address accept4 returned in
+// remote (nil after a multishot accept, which returns none: it is read
+// here, and a connection whose peer reset it before it was accepted, so
+// that it has no address any more, is closed unseen). False when MaxConns
+// rejected it.
+func (ln *listener) newConn(fd int, remote net.Addr, callback bool) (*Conn, bool) {
 	if !ln.reserveConn() { // listenconfig.go: MaxConns, exact across a ReusePort group's loops
 		unix.Close(fd)
 		ln.rt.loops[0].stats.rejected.Add(1)
 		return nil, false
 	}
-	if rsa == nil {
-		var err error
-		if rsa, err = getpeername(fd); err != nil {
+	if remote == nil {
+		rsa, err := getpeername(fd)
+		if err != nil {
 			ln.active.Add(-1)
 			unix.Close(fd)
 			return nil, false
 		}
+		remote = sockaddrToAddr(ln.fd.net, rsa)
 	}
 	ln.initAccepted(fd) // sockopt.go: TCP_NODELAY, keep-alive
 	l := ln.connLoop(callback)
+	var c *Conn
 	var n *netFD
 	if callback {
 		n = newBareNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
 		n.cb = true
+		c = &Conn{fd: n}
 	} else {
-		n = newNetFD(ln.rt, l, fd, ln.fd.family, ln.fd.net)
+		c = newNetConn(ln.rt, l, fd, ln.fd.family, ln.fd.net)
+		n = c.fd
 	}
 	n.ln = ln
 	n.plainTCP = ln.plainAccepts
-	n.remot = sockaddrToAddr(ln.fd.net, rsa)
+	n.remot = remote
 	n.local = ln.acceptedLocal(fd)
 	ln.rt.track(n)
 	l.stats.accepted.Add(1)
 	if !callback {
 		n.startConn()
 	}
-	return &Conn{fd: n}, true
+	return c, true
 }
 
 // acceptedLocal is the local address of a connection accepted on ln: ln's

@@ -75,9 +75,11 @@ type connIO struct {
 	wdl       deadline
 	wr        pollDesc
 
-	pollInArmed     atomic.Bool // pollIn was armed: by start, or by a RawConn.Read (rawconn.go)
-	pollIn, pollOut op          // hybrid mode: multishot POLLIN, one-shot POLLOUT
-	rop, wop        op          // ring/async modes: the recv/send in flight
+	pollInArmed atomic.Bool // pollIn was armed: by start, or by a RawConn.Read (rawconn.go)
+	// xops: the socket's ring ops, made by the first that needs them
+	// (ringOps). A connection whose readers wait in Go's netpoller and
+	// whose writes never wait has none: half a KiB less per connection.
+	xops atomic.Pointer[connOps]
 
 	// gp is the socket's entry in Go's netpoller when its readers wait
 	// there (gopoll.go), 0 otherwise; gpUsers counts the goroutines using
@@ -96,24 +98,70 @@ type connIO struct {
 	ringUsed atomic.Bool
 }
 
-// newNetFD wraps fd for a net.Conn or listener.
-func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
-	n := newBareNetFD(rt, l, fd, family, network)
-	n.closed = make(chan struct{})
-	n.connIO = new(connIO)
-	n.rd.init()
-	n.wr.init()
-	n.pollIn = op{kind: opPollIn, fd: fd, nfd: n}
-	n.pollOut = op{kind: opPollOut, fd: fd, nfd: n}
-	n.rop = op{kind: opRecv, fd: fd, nfd: n, expired: &n.rdl.expired}
-	n.wop = op{kind: opSend, fd: fd, nfd: n, expired: &n.wdl.expired}
-	if !rt.pol.pollsForLife() {
+// fdAlloc is a goroutine-driven socket's memory in one allocation: its
+// netFD (first, so that the netFD's hot fields keep their alignment), the
+// connIO it points to, and the Conn that wraps it (unused by a listener).
+// Three allocations per accepted connection were one more cost of each
+// connection under churn than Go's net has.
+type fdAlloc struct {
+	n  netFD
+	io connIO
+	c  Conn
+}
+
+// newNetConn wraps fd for a net.Conn: the Conn and its netFD (c.fd).
+func newNetConn(rt *Runtime, l *loop, fd, family int, network string) *Conn {
+	return newNetFDAlloc(rt, l, fd, family, network)
+}
+
+// connOps are a goroutine-driven socket's ring ops.
+type connOps struct {
+	pollIn, pollOut op // hybrid mode: multishot POLLIN, one-shot POLLOUT
+	rop, wop        op // ring/async modes: the recv/send in flight
+}
+
+// ringOps returns n's ring ops, making them at the first call (by any
+// goroutine: one of racing makers wins).
+func (n *netFD) ringOps() *connOps {
+	if x := n.xops.Load(); x != nil {
+		return x
+	}
+	x := &connOps{
+		pollIn:  op{kind: opPollIn, fd: n.fd, nfd: n},
+		pollOut: op{kind: opPollOut, fd: n.fd, nfd: n},
+		rop:     op{kind: opRecv, fd: n.fd, nfd: n, expired: &n.rdl.expired},
+		wop:     op{kind: opSend, fd: n.fd, nfd: n, expired: &n.wdl.expired},
+	}
+	if !n.rt.pol.pollsForLife() {
 		// Only the ring and blocking policies wait on rop and wop
 		// (cancelIO).
-		n.rop.done = make(chan struct{}, 1)
-		n.wop.done = make(chan struct{}, 1)
+		x.rop.done = make(chan struct{}, 1)
+		x.wop.done = make(chan struct{}, 1)
 	}
-	return n
+	if n.xops.CompareAndSwap(nil, x) {
+		return x
+	}
+	return n.xops.Load()
+}
+
+// newNetFD wraps fd for a listener or a PacketConn.
+func newNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
+	return newNetFDAlloc(rt, l, fd, family, network).fd
+}
+
+func newNetFDAlloc(rt *Runtime, l *loop, fd, family int, network string) *Conn {
+	a := new(fdAlloc)
+	n := &a.n
+	*n = netFD{fd: fd, l: l, rt: rt, net: network, family: family}
+	a.c.fd = n
+	n.closed = make(chan struct{})
+	n.connIO = &a.io
+	n.rd.init()
+	n.wr.init()
+	if !rt.goPoll {
+		n.ringOps() // its readers wait on the ring's POLLIN
+	}
+	return &a.c
 }
 
 // newBareNetFD wraps fd for an accepted callback conn: no connIO, no
@@ -127,7 +175,7 @@ func newBareNetFD(rt *Runtime, l *loop, fd, family int, network string) *netFD {
 func (n *netFD) start(hybrid bool) {
 	if hybrid {
 		n.pollInArmed.Store(true)
-		n.l.post(request{kind: reqArm, op: &n.pollIn})
+		n.l.post(request{kind: reqArm, op: &n.ringOps().pollIn})
 	}
 }
 
@@ -156,7 +204,7 @@ func (n *netFD) startConn() {
 // before it parks. A multishot poll still armed costs one atomic load.
 func (n *netFD) rearmPollIn() {
 	if n.pollInIdle.Load() && n.pollInIdle.CompareAndSwap(true, false) {
-		n.l.post(request{kind: reqArm, op: &n.pollIn})
+		n.l.post(request{kind: reqArm, op: &n.ringOps().pollIn})
 	}
 }
 
@@ -182,7 +230,7 @@ func (n *netFD) waitWrite() {
 	if n.goPollMode() && n.closing.Load() {
 		return // Close may be closing fd itself (it saw no ring use)
 	}
-	n.l.post(request{kind: reqArm, op: &n.pollOut})
+	n.l.post(request{kind: reqArm, op: &n.ringOps().pollOut})
 	n.wr.wait(n.abortWrite)
 }
 
@@ -234,9 +282,9 @@ func (n *netFD) raddr() net.Addr {
 func sockaddrToAddr(network string, sa unix.Sockaddr) net.Addr {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)).To16(), Port: sa.Port}
+		return newTCPAddr4(sa.Addr, sa.Port)
 	case *unix.SockaddrInet6:
-		a := &net.TCPAddr{IP: net.IP(append([]byte(nil), sa.Addr[:]...)), Port: sa.Port}
+		a := newTCPAddr6(sa.Addr, sa.Port)
 		if sa.ZoneId != 0 {
 			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
 				a.Zone = ifi.Name
@@ -247,6 +295,30 @@ func sockaddrToAddr(network string, sa unix.Sockaddr) net.Addr {
 		return &net.UnixAddr{Name: sa.Name, Net: network}
 	}
 	return nil
+}
+
+// tcpAddrAlloc is a *net.TCPAddr and its IP's 16 bytes in one allocation
+// (an accepted connection's remote address is made for each one).
+type tcpAddrAlloc struct {
+	a  net.TCPAddr
+	ip [16]byte
+}
+
+// newTCPAddr4 is the TCP address of IPv4 ip and port, its IP in the
+// 16-byte form (::ffff:a.b.c.d), as net.IPv4 makes it.
+func newTCPAddr4(ip [4]byte, port int) *net.TCPAddr {
+	t := new(tcpAddrAlloc)
+	t.ip[10], t.ip[11] = 0xff, 0xff
+	copy(t.ip[12:], ip[:])
+	t.a.IP, t.a.Port = t.ip[:], port
+	return &t.a
+}
+
+// newTCPAddr6 is the TCP address of IPv6 ip and port, with no zone.
+func newTCPAddr6(ip [16]byte, port int) *net.TCPAddr {
+	t := &tcpAddrAlloc{ip: ip}
+	t.a.IP, t.a.Port = t.ip[:], port
+	return &t.a
 }
 
 // rawRecv and rawSend are the nonblock tries: one recvfrom/sendto on a

@@ -15,12 +15,12 @@ type pollBlocking struct{}
 func (pollBlocking) pollsForLife() bool { return false }
 
 func (pollBlocking) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited, again bool) {
-	n, errno, ok := fd.blockingOp(&fd.rop, b, false)
+	n, errno, ok := fd.blockingOp(&fd.ringOps().rop, b, false)
 	return n, errno, ok, !ok
 }
 
 func (pollBlocking) write(fd *netFD, b []byte) (n int, errno syscall.Errno, waited, again bool) {
-	n, errno, ok := fd.blockingOp(&fd.wop, b, true)
+	n, errno, ok := fd.blockingOp(&fd.ringOps().wop, b, true)
 	return n, errno, ok, !ok
 }
 

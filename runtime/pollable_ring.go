@@ -11,11 +11,11 @@ type pollRing struct{}
 func (pollRing) pollsForLife() bool { return false }
 
 func (pollRing) read(fd *netFD, b []byte) (n int, errno syscall.Errno, waited, again bool) {
-	n, errno, ok := fd.ringOp(&fd.rop, b)
+	n, errno, ok := fd.ringOp(&fd.ringOps().rop, b)
 	return n, errno, ok, !ok
 }
 
 func (pollRing) write(fd *netFD, b []byte) (n int, errno syscall.Errno, waited, again bool) {
-	n, errno, ok := fd.ringOp(&fd.wop, b)
+	n, errno, ok := fd.ringOp(&fd.ringOps().wop, b)
 	return n, errno, ok, !ok
 }

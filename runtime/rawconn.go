@@ -66,7 +66,7 @@ func (fd *netFD) rawIO(write bool, f func(sysfd int) rawResult) error {
 // hybrid one, when the kernel ends it).
 func (fd *netFD) waitRawRead() {
 	if !fd.goPollMode() && !fd.pollInArmed.Load() && fd.pollInArmed.CompareAndSwap(false, true) {
-		fd.l.post(request{kind: reqArm, op: &fd.pollIn})
+		fd.l.post(request{kind: reqArm, op: &fd.ringOps().pollIn})
 	}
 	fd.waitRead()
 }

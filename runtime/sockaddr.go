@@ -1,6 +1,7 @@
 package uringrt
 
 import (
+	"net"
 	"syscall"
 	"unsafe"
 
@@ -25,12 +26,43 @@ import (
 // and a blocked accept must hand its P off as Go's net's does.
 func accept4(fd, flags int) (int, unix.Sockaddr, error) {
 	var rsa unix.RawSockaddrAny
-	n := uint32(unix.SizeofSockaddrAny)
-	nfd, _, e := syscall.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)), uintptr(flags), 0, 0)
-	if e != 0 {
-		return -1, nil, e
+	nfd, err := accept4Raw(fd, flags, &rsa)
+	if err != nil {
+		return -1, nil, err
 	}
-	return int(nfd), rawToSockaddr(&rsa), nil
+	return nfd, rawToSockaddr(&rsa), nil
+}
+
+// accept4Raw is accept4 with the peer's address left in rsa, unparsed.
+func accept4Raw(fd, flags int, rsa *unix.RawSockaddrAny) (int, error) {
+	n := uint32(unix.SizeofSockaddrAny)
+	nfd, _, e := syscall.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&n)), uintptr(flags), 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(nfd), nil
+}
+
+// rawToAddr is the net.Addr of rsa on network (nil for a family this
+// package's sockets do not have): a TCP address in one allocation, with
+// no unix.Sockaddr made on the way.
+func rawToAddr(network string, rsa *unix.RawSockaddrAny) net.Addr {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		pp := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&pp.Port))
+		return newTCPAddr4(pp.Addr, int(p[0])<<8|int(p[1]))
+	case unix.AF_INET6:
+		pp := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		if pp.Scope_id == 0 {
+			p := (*[2]byte)(unsafe.Pointer(&pp.Port))
+			return newTCPAddr6(pp.Addr, int(p[0])<<8|int(p[1]))
+		}
+	}
+	if sa := rawToSockaddr(rsa); sa != nil {
+		return sockaddrToAddr(network, sa)
+	}
+	return nil
 }
 
 // getsockname is getsockname(2) of fd (one syscall); errors are the errno.
