@@ -76,11 +76,15 @@ func (d *deadline) setFast(t time.Time) bool {
 
 // setConn arms the deadline at t for a connection's read (write false) or
 // write side: when it passes, fd.deadlinePassed(write) runs. Later sets
-// take setFast's path.
+// take setFast's path. Clearing a deadline never set allocates nothing.
 func (d *deadline) setConn(t time.Time, fd *netFD, write bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.t == nil {
+		if t.IsZero() {
+			d.setLocked(t) // no deadline, none before: nothing to keep
+			return
+		}
 		d.t = new(deadlineTimer)
 	}
 	d.t.fd, d.t.write = fd, write
