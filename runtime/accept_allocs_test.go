@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // TestAcceptedConnAllocs counts the heap allocations of one accepted
@@ -19,7 +21,10 @@ import (
 // through a unix.Sockaddr into a TCPAddr whose IP was copied twice, a
 // closure and timer state for each deadline, even one only cleared).
 func TestAcceptedConnAllocs(t *testing.T) {
-	rt := newRT(t, Config{Loops: 1})
+	// Readers in Go's netpoller, as with the defaults from two Ps up
+	// (with one P they wait on the loop's poll, whose ops are made at
+	// once: one more allocation).
+	rt := newRT(t, Config{Loops: 1, Switches: experiment.Switches{NetpollReadiness: true}})
 	ln, err := rt.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,21 @@ func TestHotFieldsShareALine(t *testing.T) {
 	}
 }
 
+// TestFdAllocLines keeps a net.Conn's netFD and connIO each at the start
+// of a cache line inside its one allocation: the size a multiple of 64
+// (a size class of such a size starts every object on a line) and connIO
+// at a multiple of 64 within it. 384 bytes is what was measured.
+func TestFdAllocLines(t *testing.T) {
+	var a fdAlloc
+	size, io := unsafe.Sizeof(a), unsafe.Offsetof(a.io)
+	if size%64 != 0 || io%64 != 0 || unsafe.Offsetof(a.n) != 0 {
+		t.Errorf("fdAlloc: %d bytes, netFD at %d, connIO at %d; want a multiple of 64 for each", size, unsafe.Offsetof(a.n), io)
+	}
+	if size > 384 {
+		t.Errorf("fdAlloc is %d bytes, over the 384 measured", size)
+	}
+}
+
 // TestIdleConnObjectsFit keeps the objects an idle callback connection
 // holds in the size classes measured (BENCHMARKS.md, "idle keep-alive
 // connections"): a field added to CallbackConn past 576 bytes moves every

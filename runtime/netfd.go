@@ -99,14 +99,19 @@ type connIO struct {
 }
 
 // fdAlloc is a goroutine-driven socket's memory in one allocation: its
-// netFD (first, so that the netFD's hot fields keep their alignment), the
-// connIO it points to, and the Conn that wraps it (unused by a listener).
-// Three allocations per accepted connection were one more cost of each
-// connection under churn than Go's net has.
+// netFD, the Conn that wraps it (unused by a listener) and the connIO the
+// netFD points to. Three allocations per accepted connection were one
+// more cost of each connection under churn than Go's net has.
+//
+// The netFD and the connIO each start a cache line (TestFdAllocLines): the
+// allocation's size is a multiple of 64 bytes, so its size class places
+// every object on a line boundary, and the padding puts connIO on the
+// next; a Read's or Write's fields then take one line of each.
 type fdAlloc struct {
 	n  netFD
-	io connIO
 	c  Conn
+	_  [(64 - (unsafe.Sizeof(netFD{})+unsafe.Sizeof(Conn{}))%64) % 64]byte
+	io connIO
 }
 
 // newNetConn wraps fd for a net.Conn: the Conn and its netFD (c.fd).
