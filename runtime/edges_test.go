@@ -7,10 +7,13 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
 // Tests of a connection's edges (issue 14): addresses kept for life,
@@ -322,5 +325,51 @@ func TestStopClosesConnWithOutputQueued(t *testing.T) {
 				t.Fatal("the loop exited and left the conn's socket open")
 			}
 		})
+	}
+}
+
+// TestStopWakesRefusedOp: a goroutine's ring op (a net.Conn send under
+// the ring policy) posted in the same pass as the loop's stop is refused
+// with ECANCELED, and its owner must be woken before the loop exits.
+// Before, the wake was queued and the loop exited without sending it: the
+// writer waited for ever (TestNetworkChaosNoCrash's conn/ring case hung
+// in CI, its echo goroutine parked in ringOp after Close).
+func TestStopWakesRefusedOp(t *testing.T) {
+	rt := newRT(t, Config{Loops: 2, Switches: experiment.Switches{Pollable: experiment.PollRing}})
+	l := rt.loops[1]
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	n := newNetFD(rt, l, fds[0], unix.AF_UNIX, "unix")
+	o := &n.ringOps().wop
+	o.buf = []byte("x")
+	// The stop's own cancels come back first; then, in the pass in which
+	// nothing is left in flight, a send is posted and refused.
+	l.post(request{kind: reqFunc, fn: func() {
+		l.stop()
+		var again func()
+		again = func() {
+			if l.inflight != 0 {
+				l.mu.Lock()
+				l.queue = append(l.queue, request{kind: reqFunc, fn: again}) // next pass
+				l.mu.Unlock()
+				return
+			}
+			l.arm(o)
+		}
+		l.mu.Lock()
+		l.queue = append(l.queue, request{kind: reqFunc, fn: again})
+		l.mu.Unlock()
+	}})
+	select {
+	case <-o.done:
+		if o.res != -int32(syscall.ECANCELED) {
+			t.Fatalf("refused send: res %d, want -ECANCELED", o.res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send refused by a stopping loop never woke its owner")
 	}
 }

@@ -127,6 +127,9 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		l.flushCB()
 		l.closes.run(l)
 		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() && l.inl.empty() {
+			// An op refused in this pass (arm while stopping) owes its
+			// owner a wake: flush it, or a goroutine waits for ever.
+			l.flushWakes()
 			l.exit()
 			l.teardown()
 			close(l.done)
