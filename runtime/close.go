@@ -124,9 +124,10 @@ func (n *netFD) cancelIO(write bool) {
 	if n.connIO == nil || n.rt.pol.pollsForLife() {
 		return
 	}
-	o := &n.ringOps().rop
+	x := n.ringOps()
+	o := &x.rop
 	if write {
-		o = &n.ringOps().wop
+		o = &x.wop
 	}
 	n.l.post(request{kind: reqCancel, op: o})
 }
