@@ -1,6 +1,7 @@
 package uringrt
 
 import (
+	"crypto/tls"
 	"errors"
 	"runtime"
 	"sync"
@@ -69,6 +70,12 @@ type loop struct {
 	serving     []*listener
 
 	chunks chunkPool // output queue chunks (outq.go)
+	// TLS (tls_guts.go): the record buffer lent to a tls.Conn's rawInput
+	// (to tlsLent now), the plaintext buffer for OnData
+	tlsRaw       []byte
+	tlsLent      *tls.Conn
+	tlsPlain     []byte
+	tlsPlainBusy bool
 	sends  []*cbSend // free sends of callback conns (op_cb.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
 	sendIov   []unix.Iovec

@@ -274,7 +274,7 @@ func (c *CallbackConn) onRecv(o *op) {
 // output is sent, with OnClose(c, io.EOF). For a MayBlocker handler both
 // come after the OnData calls still queued on c's worker, so the replies
 // they write to the bytes before the FIN are sent, not refused.
-func (c *CallbackConn) readEOF() {
+func (c *CallbackConn) readEOFPlain() {
 	hc, ok := c.h.(HalfCloser)
 	if c.closing || !ok && !c.blocking {
 		c.closeOnLoop(io.EOF)
@@ -352,7 +352,7 @@ func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
 	return c.l.endOffer()
 }
 
-func (c *CallbackConn) deliver(data []byte) {
+func (c *CallbackConn) deliverPlain(data []byte) {
 	if c.blocking {
 		cp := append([]byte(nil), data...)
 		c.noteBlockedInput(len(cp)) // budget.go
