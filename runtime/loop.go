@@ -76,7 +76,7 @@ type loop struct {
 	tlsLent      *tls.Conn
 	tlsPlain     []byte
 	tlsPlainBusy bool
-	sends  []*cbSend // free sends of callback conns (op_cb.go)
+	sends        []*cbSend // free sends of callback conns (op_cb.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
 	sendIov   []unix.Iovec
 	sendMsg   unix.Msghdr
