@@ -70,6 +70,7 @@ func (h *hconn) waitLocked() {
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
+	sh.startTLS(c) // tls.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)

@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -22,16 +23,21 @@ func (s *Server) ListenAndServe() error {
 	if addr == "" {
 		addr = ":http"
 	}
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: s.DeferAccept}
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	ln, err := s.listen(addr)
 	if err != nil {
 		return err
 	}
 	return s.Serve(ln)
+}
+
+// listen listens on addr with s.Runtime (and s.DeferAccept).
+func (s *Server) listen(addr string) (net.Listener, error) {
+	rt, err := s.runtime()
+	if err != nil {
+		return nil, err
+	}
+	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: s.DeferAccept}
+	return lc.Listen(context.Background(), "tcp", addr)
 }
 
 // Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
@@ -46,7 +52,10 @@ func (s *Server) ListenAndServe() error {
 // error that ended serving: at once for a listener that is not
 // s.Runtime's (a net.Listen listener: serve that with net/http) or that
 // is served already.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
+
+// serve is Serve, with TLS under cfg when not nil (ServeTLS).
+func (s *Server) serve(ln net.Listener, cfg *tls.Config) error {
 	if s.shuttingDown() {
 		ln.Close()
 		return http.ErrServerClosed
@@ -62,7 +71,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			panic("BaseContext returned a nil context")
 		}
 	}
-	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView())}
+	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView()), tls: cfg}
 	s.mu.Lock()
 	if s.shuttingDown() {
 		// Shutdown or Close began since the check above (BaseContext
@@ -124,6 +133,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	lnerr := s.closeListeners()
 	s.serving.Wait()
+	s.shutdownH2() // tls.go: GOAWAY to the HTTP/2 connections
 	interval := time.Millisecond
 	t := time.NewTimer(interval)
 	defer t.Stop()
