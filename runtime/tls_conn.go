@@ -33,7 +33,7 @@ type recordConn struct {
 	in     []byte        // rcShake, rcDetached: ciphertext received, from r on unread
 	r      int           //
 	left   int           // bytes to the end of the record being handed out
-	sig    chan struct{} // (cap 1) bytes came, the conn closed, a deadline changed
+	sig    chan struct{} // (cap 1) bytes came, the conn closed, a deadline changed (rcShake, rcDetached)
 	eof    bool          // the peer's FIN came after in
 	closed bool          // the connection is closing, or Close was called
 	paused bool          // rcDetached: the loop paused reading for in's size
@@ -64,13 +64,17 @@ func (wouldBlock) Temporary() bool { return true }
 
 var errWouldBlock error = wouldBlock{}
 
-func newRecordConn(c *CallbackConn) *recordConn {
-	return &recordConn{c: c, sig: make(chan struct{}, 1)}
-}
-
+// signal wakes a reader waiting in rcShake or rcDetached mode (sig is nil
+// in rcLoop mode, where nobody waits).
 func (rc *recordConn) signal() {
+	rc.mu.Lock()
+	sig := rc.sig
+	rc.mu.Unlock()
+	if sig == nil {
+		return
+	}
 	select {
-	case rc.sig <- struct{}{}:
+	case sig <- struct{}{}:
 	default:
 	}
 }
@@ -139,9 +143,10 @@ func (rc *recordConn) waitLocked(dl time.Time, op string) error {
 		defer t.Stop()
 		expire = t.C
 	}
+	sig := rc.sig
 	rc.mu.Unlock()
 	select {
-	case <-rc.sig:
+	case <-sig:
 	case <-expire:
 	}
 	rc.mu.Lock()

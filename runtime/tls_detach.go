@@ -34,8 +34,9 @@ func (c *CallbackConn) TLSConn() (*tls.Conn, error) {
 	}
 	t.state = tlsDetached
 	c.l.tlsUnlendRaw(t.tc) // (OnData runs between two records of a batch)
-	rc := t.rc
+	rc := &t.rc
 	rc.mode = rcDetached
+	rc.sig = make(chan struct{}, 1)
 	if len(t.raw) > 0 {
 		rc.in = append(rc.in, t.raw...) // a record not yet whole
 		t.raw = nil

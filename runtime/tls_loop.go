@@ -12,7 +12,7 @@ import (
 // unless said otherwise). A connection without TLS has none.
 type tlsState struct {
 	tc    *tls.Conn
-	rc    *recordConn
+	rc    recordConn // (one allocation with the state)
 	state uint8
 	done  atomic.Bool // the handshake completed (TLSConnectionState, any goroutine)
 	// raw: tlsHello, the first record so far; tlsOpen, a record not yet
@@ -62,8 +62,8 @@ func (c *CallbackConn) tlsSt() *tlsState { return c.tlsp.Load() }
 // startTLS sets c up as a TLS server connection (holding c's state, in
 // its OnOpen or OnData).
 func (c *CallbackConn) startTLS(cfg *tls.Config, timeout time.Duration) {
-	t := &tlsState{rc: newRecordConn(c)}
-	t.tc = tls.Server(t.rc, cfg)
+	t := &tlsState{rc: recordConn{c: c}}
+	t.tc = tls.Server(&t.rc, cfg)
 	t.kept = c.frame.rd != nil // OnData: what it leaves is ciphertext
 	c.tlsp.Store(t)
 	if timeout > 0 {
@@ -137,6 +137,7 @@ func (c *CallbackConn) tlsHello(t *tlsState, data []byte) {
 		}
 		t.state = tlsShaking
 		t.rc.mode = rcShake
+		t.rc.sig = make(chan struct{}, 1)
 		t.rc.in, t.raw = t.raw, nil
 		go c.tlsShake(t)
 		return
@@ -168,10 +169,11 @@ func (c *CallbackConn) tlsShaken(t *tlsState, err error) {
 		c.tlsFail(err)
 		return
 	}
-	rc := t.rc
+	rc := &t.rc
 	rc.mu.Lock()
 	rest := rc.in[rc.r:]
 	rc.in, rc.r, rc.mode = nil, 0, rcLoop
+	rc.sig = nil // (made again for a detached conn)
 	rc.mu.Unlock()
 	t.timer.Stop()
 	t.timer = nil
