@@ -265,7 +265,10 @@ func (c *CallbackConn) tlsRecords(t *tlsState, data []byte) {
 			c.readEOFPlain()
 			break
 		}
-		c.closeOnLoop(err) // crypto/tls sent its alert
+		// crypto/tls queued its alert: it is sent, then the connection
+		// closes with err.
+		t.state, t.err = tlsFailed, err
+		c.closeOnLoop(nil)
 		break
 	}
 	if t.state != tlsDetached { // (TLSConn took the buffer back)
