@@ -245,7 +245,13 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	dead := h.dead
 	h.dead = true
 	h.mu.Unlock()
-	if partial && !dead {
+	if dead {
+		// Whoever marked the connection dead closes it, after the error
+		// answer it may be writing (failInFlight, off the loop): closing
+		// it here would drop that answer.
+		return true
+	}
+	if partial {
 		h.errorReply(protoError("unexpected EOF"), true)
 		return true
 	}

@@ -56,6 +56,9 @@ func (h *hconn) failInFlight(err error) {
 	h.busy = false
 	h.releaseIn()
 	h.mu.Unlock()
+	if f := h.srv.s.testHookFailInFlight; f != nil {
+		f(h)
+	}
 	h.errorReply(err, false)
 }
 

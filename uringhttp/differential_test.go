@@ -393,6 +393,8 @@ type diffOpts struct {
 	connState func(uring bool, c net.Conn, st http.ConnState)
 	// stdLog and urLog, if set, are the servers' ErrorLogs (else quiet).
 	stdLog, urLog *log.Logger
+	// offLoop sets uringhttp's OffLoopHandlers.
+	offLoop bool
 }
 
 // startDiffServers starts both servers, configured alike.
@@ -425,7 +427,7 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 		rt.Close()
 		tb.Fatal(err)
 	}
-	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.urLog, quiet), Runtime: rt,
+	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.urLog, quiet), Runtime: rt, OffLoopHandlers: o.offLoop,
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
 	if o.connState != nil {
 		us.ConnState = func(c net.Conn, st http.ConnState) { o.connState(true, c, st) }

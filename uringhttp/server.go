@@ -100,6 +100,8 @@ type Server struct {
 	clock             atomic.Int64 // coarse monotonic ns, kept by the sweep
 	workers           workerPool
 	onShutdown        []func() // RegisterOnShutdown's (mu)
+
+	testHookFailInFlight func(*hconn) // tests: between a failed pipelined request's end and its error answer
 }
 
 var clockBase = time.Now()
