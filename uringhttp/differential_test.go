@@ -1013,13 +1013,18 @@ func exchangeAll(def, small *diffServers, cases []diffCase, par int) []diffOutco
 // TestDifferentialVsNetHTTP is the differential suite. Every case runs
 // first (a few at a time), then each is a subtest that compares.
 func TestDifferentialVsNetHTTP(t *testing.T) {
+	runDiffSuite(t, diffCases())
+}
+
+// runDiffSuite runs cases against a pair of servers with the default
+// MaxHeaderBytes and a pair with 1024, then judges each in a subtest.
+func runDiffSuite(t *testing.T, cases []diffCase) {
 	h := diffHandler()
 	def := startDiffServers(t, h, 0)
 	defer def.stop()
 	small := startDiffServers(t, h, 1024)
 	defer small.stop()
 
-	cases := diffCases()
 	results := exchangeAll(def, small, cases, 6)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
