@@ -355,9 +355,11 @@ func parseHexUint(v []byte) (n uint64, err error) {
 }
 
 // unreadKnown is the body bytes known to remain (mu held): a Content-Length
-// body's remainder, 0 for chunked.
+// body's remainder, 0 for chunked. A body the client cut short keeps the
+// remainder that never came, as net/http's does: over 256 KiB of it makes
+// the response close the connection.
 func (b *body) unreadKnown() int64 {
-	if b.chunked || b.sawEOF {
+	if b.chunked {
 		return 0
 	}
 	return b.remain
