@@ -3,6 +3,7 @@ package uringhttp
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
@@ -113,6 +114,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		// After a POST, up to 4 CR or LF bytes before the next request
 		// are skipped (RFC 9112 tolerance for old clients).
 		if k := leadingCRLF(data); k > 0 {
+			h.scan = 0 // the head starts after them
 			data = data[k:]
 			if own {
 				h.consumed(k)
@@ -169,13 +171,22 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 // head's length, or errIncomplete, or the error to answer.
 func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
-	n := headEnd(data)
+	from := int(h.scan)
+	if from > len(data) {
+		from = 0
+	}
+	n := headEnd(data, from)
 	if n < 0 {
 		if len(data) >= limit {
+			h.scan = 0
 			return nil, 0, errTooLarge
 		}
+		// The next call, with these bytes and more, resumes the search
+		// where this one stopped.
+		h.scan = int32(min(len(data), math.MaxInt32))
 		return nil, 0, errIncomplete
 	}
+	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
 	}

@@ -136,6 +136,7 @@ func (h *hconn) serveLoop(w *response) {
 		h.post = method == "POST"
 		if h.post {
 			if k := leadingCRLF(h.in[h.r:]); k > 0 {
+				h.scan = 0 // the head starts after them
 				h.consumed(k)
 			}
 		}
