@@ -144,8 +144,8 @@ type Config struct {
 	// the queue at MaxWriteBuffer/CloseTimeout or faster. 0 means
 	// DefaultCloseTimeout (10 s); < 0 waits for ever. The wait for the
 	// peer's FIN after the output is sent (CallbackConn.Close) ends by
-	// CloseTimeout too. io_uring backend (BackendStd closes at once, the
-	// kernel sending what it holds).
+	// CloseTimeout too. Both backends (BackendStd waits the same way,
+	// letting the Write under way finish first).
 	CloseTimeout time.Duration
 	// ReusePort makes every TCP Listen of this runtime a ListenConfig
 	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop
