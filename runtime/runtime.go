@@ -282,7 +282,7 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 	switch l := ln.(type) {
 	case *listener:
 		if l.rt != rt {
-			return errors.New("uringrt: Serve: listener belongs to another runtime")
+			return rt.errNotOurListener(ln)
 		}
 		l.serveMu.Lock()
 		if l.closed {
@@ -306,11 +306,17 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		<-l.fd.closed
 		return nil
 	case *stdListener:
+		if l.rt != rt {
+			return rt.errNotOurListener(ln)
+		}
 		return rt.serveStd(l, h)
 	case *reuseListener: // listen_reuse.go: a multishot accept per loop
+		if l.rt != rt {
+			return rt.errNotOurListener(ln)
+		}
 		return l.serve(rt, h)
 	}
-	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
+	return rt.errNotOurListener(ln)
 }
 
 // snapshotLocked copies the open listeners, connections and std
