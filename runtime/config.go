@@ -84,8 +84,9 @@ type Config struct {
 	// Metrics turns on the per-connection counters that Runtime.Stats
 	// reads (bytes, pollable outcomes, accept errors, UDP datagrams) and
 	// the loops' per-iteration ring counters; false means no counting
-	// cost on the I/O paths. Package runtime/uringprom exports Stats to
-	// Prometheus.
+	// cost on the I/O paths (Runtime.EnableMetrics turns them on later).
+	// Package runtime/uringprom exports Stats to Prometheus; its Register
+	// turns them on.
 	Metrics bool
 	// Logger receives warnings (fallback to std, accept errors); nil means
 	// slog.Default().

@@ -33,10 +33,10 @@ type Runtime struct {
 	features   netpoll.Features
 	loops      []*loop
 	next       atomic.Uint32
-	connLoops  int  // net.Conns use the first connLoops loops (connLoopsFor)
-	goPoll     bool // net.Conn readers wait in Go's netpoller (gopoll.go)
-	direct     bool // callback writes off the loop may send directly (callback_direct.go)
-	metrics    bool
+	connLoops  int         // net.Conns use the first connLoops loops (connLoopsFor)
+	goPoll     bool        // net.Conn readers wait in Go's netpoller (gopoll.go)
+	direct     bool        // callback writes off the loop may send directly (callback_direct.go)
+	metrics    atomic.Bool // Config.Metrics, or EnableMetrics since
 	useBufRing bool
 	pool       sched.Pool
 	newRing    func(netpoll.Params) (*netpoll.Ring, error) // test hook
@@ -99,8 +99,8 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	rt := &Runtime{
 		cfg: cfg, pol: pollableFor(cfg.Pollable), logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
-		metrics: cfg.Metrics,
 	}
+	rt.metrics.Store(cfg.Metrics)
 	rt.pool = sched.NewFixed(sched.Options{Workers: cfg.Workers, Name: "uringrt", OnPanic: func(v any, _ []byte) { rt.handlerPanic(v) }})
 	rt.backend = BackendStd
 	if cfg.Backend != BackendStd {
@@ -264,7 +264,7 @@ func (rt *Runtime) handlerPanic(v any) {
 }
 
 func (rt *Runtime) countAcceptError(errno syscall.Errno) {
-	if !rt.metrics {
+	if !rt.metrics.Load() {
 		return
 	}
 	v, _ := rt.acceptErrs.LoadOrStore(errnoName(errno), new(atomic.Uint64))
