@@ -173,7 +173,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		if minC > 0 {
 			l.noteBatch(n)
 		}
-		if l.rt.metrics {
+		if l.rt.metrics.Load() {
 			l.publish(n)
 		}
 		if l.flushWakes() {

@@ -34,24 +34,27 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
-// default runtime, rt.Listen otherwise): connections are read on the
-// runtime's loops and requests handed to handlers on goroutines. ln is
+// Serve serves HTTP on ln, a uringrt listener (uringrt.Listen, a
+// Runtime's Listen, a uringrt.ListenConfig), on the runtime that made it
+// (s.Runtime may be left nil; when set it must be that runtime):
+// connections are read on the runtime's loops and requests handed to
+// handlers on goroutines. ln is
 // the caller's and is used as it is (it may carry other protocols than
 // HTTP): Serve sets no socket option on it, so its accepts are deferred
 // only if it was made so (a uringrt.ListenConfig with DeferAccept set).
 // It blocks
 // until the listener is closed and returns http.ErrServerClosed after
 // Shutdown or Close (called before Serve, too: ln is then closed), or the
-// error that ended serving: at once for a listener that is not
-// s.Runtime's (a net.Listen listener: serve that with net/http) or that
-// is served already.
+// error that ended serving: at once for a listener that is not a uringrt
+// listener (a net.Listen listener: serve that with net/http), one of
+// another runtime than a non-nil s.Runtime, or one served already; the
+// error says which and what to do.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.shuttingDown() {
 		ln.Close()
 		return http.ErrServerClosed
 	}
-	rt, err := s.runtime()
+	rt, err := s.serveRuntime(ln)
 	if err != nil {
 		return err
 	}
