@@ -71,6 +71,7 @@ func (h *hconn) waitLocked() {
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
+	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -140,9 +141,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
-			h.setPhase(phaseHead)
-		}
+		h.partialHead(data) // timeouts.go
 		h.mu.Unlock()
 		return
 	}
@@ -200,9 +199,7 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 		w.release()
 		return nil, 0, err
 	}
-	if sh.s.sweeping() {
-		h.reqAt.Store(sh.s.coarseNow())
-	}
+	h.stampRequest()
 	w.init(h)
 	return w, n, nil
 }

@@ -87,7 +87,6 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		s.serving.Done()
 	}()
-	s.startSweep()
 	err = rt.Serve(ln, sh)
 	if s.shuttingDown() {
 		return http.ErrServerClosed
@@ -132,7 +131,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if s.closeIdle() {
-			s.stopSweep()
 			s.workers.shutdown()
 			return lnerr
 		}
@@ -196,7 +194,6 @@ func (s *Server) Close() error {
 		h.signal()
 		h.mu.Unlock()
 	}
-	s.stopSweep()
 	s.workers.shutdown()
 	return err
 }
@@ -233,22 +230,29 @@ func (s *Server) closeIdle() bool {
 	quiet := true
 	now := monoNow()
 	for _, h := range conns {
+		// As net/http's StateIdle: between requests, the next head
+		// begun or not (net/http's connection turns active once a whole
+		// head is read); a new connection after 5 s. Decided under mu, so
+		// that a head the loop completes meanwhile is served or dropped,
+		// never both.
 		h.mu.Lock()
-		hj, busy, closed := h.hj != nil, h.busy, h.closed
-		h.mu.Unlock()
-		if hj || closed {
+		if h.hj != nil || h.closed {
+			h.mu.Unlock()
 			continue
 		}
 		ph := h.phase.Load()
-		idle := !busy && (ph == phaseIdle || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
+		idle := !h.busy && (ph == phaseIdle || ph == phaseHead || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
 		if !idle {
+			h.mu.Unlock()
 			quiet = false
 			continue
 		}
-		if !h.shut.Swap(true) {
-			h.mu.Lock()
+		closing := !h.shut.Swap(true)
+		if closing {
 			h.dead = true
-			h.mu.Unlock()
+		}
+		h.mu.Unlock()
+		if closing {
 			h.c.Close()
 		}
 		quiet = false // until its OnClose
