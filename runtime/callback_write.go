@@ -194,7 +194,7 @@ func (c *CallbackConn) post(p []byte) (int, error) {
 	if !c.reserve(n, false) {
 		return 0, ErrWriteBufferFull
 	}
-	if c.postOnLoop(p) { // callback_inline.go: a function of RunOnLoop
+	if c.postOnLoop(p) { // callback_inline_hold.go: a function of RunOnLoop
 		return len(p), nil
 	}
 	if c.sendDirect(p) { // callback_direct.go
@@ -360,7 +360,7 @@ func (c *CallbackConn) AsyncClose() error {
 	if c.std != nil {
 		return c.closeStd()
 	}
-	if c.closeOnLoopInline() { // callback_inline.go: a function of RunOnLoop
+	if c.closeOnLoopInline() { // callback_inline_hold.go: a function of RunOnLoop
 		return nil
 	}
 	l := c.l

@@ -69,7 +69,7 @@ type loop struct {
 	serving     []*listener
 
 	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb.go)
+	sends  []*cbSend // free sends of callback conns (op_cb_send.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
 	sendIov   []unix.Iovec
 	sendMsg   unix.Msghdr
@@ -83,7 +83,7 @@ type loop struct {
 	ringMem           []byte     // every buffer of bufRing, to tell its memory
 	budget            loopBudget // budget.go
 	idle              loopIdle   // idle.go
-	timers            loopTimers // callback timers (callback_timer.go)
+	timers            loopTimers // callback timers (callback_timer_heap.go)
 	inl               loopInline // functions of RunOnLoop (callback_inline.go)
 	chains            loopChains // their off-loop chains (callback_inline_chain.go)
 
@@ -102,12 +102,12 @@ type loop struct {
 func (l *loop) run() { l.runFrom(false, nil) }
 
 // runFrom runs the loop. A takeover's goroutine first hands queued
-// functions off the loop (callback_inline.go): all of them (spill: the
+// functions off the loop (callback_inline_run.go): all of them (spill: the
 // function that lost the loop blocked), or those of stolen's connection,
 // which must wait for it.
 func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 	if haveCurG {
-		// A takeover's goroutine first of all (callback_inline.go).
+		// A takeover's goroutine first of all (callback_inline_run.go).
 		l.inl.g.Store(curG())
 	}
 	if spill {
@@ -119,11 +119,11 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
 		l.drainQueue()
-		if !l.runInline() { // callback_inline.go
+		if !l.runInline() { // callback_inline_run.go
 			return // another goroutine runs the loop now
 		}
 		l.resendCancels()
-		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
+		l.runTimers() // callback_timer_loop.go: before flushCB, so their writes go out now
 		l.flushCB()
 		l.closes.run(l)
 		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() && l.inl.empty() {
@@ -147,7 +147,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		}
 		if minC > 0 {
 			var wait bool
-			if timeout, wait = l.timerWait(timeout); !wait { // callback_timer.go
+			if timeout, wait = l.timerWait(timeout); !wait { // callback_timer_loop.go
 				minC = 0
 				l.sleeping.Store(false)
 			}

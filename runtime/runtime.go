@@ -60,7 +60,7 @@ type Runtime struct {
 	budget rtBudget      // budget.go
 	kept   keptPool      // framing's kept-input buffers (callback_kept.go)
 	idle   idleSweep     // idle.go
-	inlMon inlineMonitor // callback_inline.go
+	inlMon inlineMonitor // callback_inline_monitor.go
 }
 
 type closer interface{ Close() error }
