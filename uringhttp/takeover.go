@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -27,8 +28,8 @@ type TakeOverShutdowner interface {
 // takeover is a connection handed to a callback handler (hijackConn.tk).
 type takeover struct {
 	h       uringrt.Handler
-	started bool // OnOpen ran (mu)
-	eof     bool // the peer's FIN came before OnOpen (mu)
+	started bool // what came before the routing was handed over (mu)
+	eof     bool // the peer's FIN came before that (mu)
 	shut    bool // OnShutdown was called (mu)
 }
 
@@ -38,14 +39,16 @@ type takeover struct {
 // WebSocket) then holds no goroutine and no buffer while idle.
 //
 // What the response wrote is sent, then head (the 101 answer of an
-// upgrade, say); newHandler is called with the connection before any of
-// its callbacks can run and returns the handler. Then, on the loop, the
-// handler's OnOpen runs once, then OnData with the bytes the client sent
-// after the request (if any; that OnData is not the runtime's, so Peek,
-// Next and Discard return ErrNotInCallback in it and the handler keeps
-// what it does not consume itself), then OnData, OnClose and, when
-// implemented, OnDrained and OnReadEOF as for a connection of
-// Runtime.Serve. The request's handler may return at once or go on
+// upgrade, say); newHandler is called with the connection and returns
+// the handler, whose OnOpen then runs once on the calling goroutine
+// before any other of its callbacks (input arriving meanwhile waits).
+// Then, on the loop, OnData gets the bytes the client sent after the
+// request, if any (that OnData is not the runtime's, so Peek, Next and
+// Discard return ErrNotInCallback in it and the handler keeps what it
+// does not consume itself), then OnData, OnClose and, when implemented,
+// OnDrained and OnReadEOF come as for a connection of Runtime.Serve. A
+// connection that ended before OnOpen returned gets OnClose on the
+// calling goroutine. The request's handler may return at once or go on
 // writing to the connection; the ResponseWriter must not be used after
 // the call. The server's timeouts no longer apply; Server.Close closes
 // the connection and Server.Shutdown waits for it (see
@@ -79,6 +82,8 @@ func TakeOver(w http.ResponseWriter, head []byte, newHandler func(c *uringrt.Cal
 		}
 	}
 	tk := &takeover{h: newHandler(h.c)}
+	// Input that arrives meanwhile waits with the connection (busy).
+	tk.h.OnOpen(h.c)
 	h.phase.Store(phaseHijacked)
 	hc := h.hijackConn()
 	hc.tk = tk
@@ -86,9 +91,22 @@ func TakeOver(w http.ResponseWriter, head []byte, newHandler func(c *uringrt.Cal
 	h.hj = hc
 	rw.hijacked = true
 	h.busy = false
+	closed, rdErr := h.closed, h.rdErr
+	pending := !closed && (h.buffered() > 0 || rdErr == io.EOF)
+	tk.eof = rdErr == io.EOF
+	tk.started = !pending
+	if !pending {
+		h.releaseIn()
+	}
 	h.mu.Unlock()
 	h.setState(http.StateHijacked)
-	h.c.AfterFunc(0, h.startTakeover)
+	if closed {
+		// OnClose ran before the routing: it comes here.
+		tk.h.OnClose(h.c, rdErr)
+	} else if pending {
+		// Handed over as a callback of the connection, on its loop.
+		h.c.AfterFunc(0, h.startTakeover)
+	}
 	return h.c, nil
 }
 
@@ -107,8 +125,9 @@ func unwrapResponse(w http.ResponseWriter) *response {
 	}
 }
 
-// startTakeover runs the taken-over handler's OnOpen and hands it the
-// bytes read after the request (a callback of c, or OnClose's caller).
+// startTakeover hands the taken-over handler the bytes read after the
+// request, and the peer's FIN that came with them (a callback of c, or
+// OnClose's caller).
 func (h *hconn) startTakeover(c *uringrt.CallbackConn) {
 	h.mu.Lock()
 	tk := h.hj.tk
@@ -122,7 +141,6 @@ func (h *hconn) startTakeover(c *uringrt.CallbackConn) {
 	paused, eof := h.paused, tk.eof
 	h.paused = false
 	h.mu.Unlock()
-	tk.h.OnOpen(c)
 	if in != nil {
 		if len(in) > r {
 			tk.h.OnData(c, in[r:])
@@ -140,8 +158,8 @@ func (h *hconn) startTakeover(c *uringrt.CallbackConn) {
 }
 
 // takeoverData routes OnData to the taken-over handler (h.mu held on
-// entry, released); bytes that come before its OnOpen wait with the
-// connection.
+// entry, released); bytes that come before those read with the request
+// were handed over wait with the connection.
 func (h *hconn) takeoverData(c *uringrt.CallbackConn, data []byte) {
 	tk := h.hj.tk
 	if !tk.started {
@@ -163,7 +181,7 @@ func (h *hconn) takeoverEOF(c *uringrt.CallbackConn) bool {
 	if !tk.started {
 		tk.eof = true
 		h.mu.Unlock()
-		return true // until OnOpen ran
+		return true // until the bytes before it were handed over
 	}
 	h.mu.Unlock()
 	if hc, ok := tk.h.(uringrt.HalfCloser); ok {
@@ -172,7 +190,7 @@ func (h *hconn) takeoverEOF(c *uringrt.CallbackConn) bool {
 	return false
 }
 
-// takeoverClose routes OnClose, after an OnOpen.
+// takeoverClose routes OnClose, after what was read before it.
 func (h *hconn) takeoverClose(c *uringrt.CallbackConn, err error) {
 	h.startTakeover(c)
 	h.hj.tk.h.OnClose(c, err)

@@ -6,7 +6,9 @@ package uringws
 // WriteMessage); on the goroutine path (net/http, or a runtime without
 // io_uring) they run on the connection's reading goroutine.
 type Handler interface {
-	// OnOpen is called once, before any other method.
+	// OnOpen is called once, before any other method: within Upgrade,
+	// on its goroutine, after the 101 answer was queued (input that
+	// arrives meanwhile waits for it to return).
 	OnOpen(c *Conn)
 	// OnMessage is called with each whole message (fragments joined,
 	// decompressed, text checked as UTF-8). data is valid during the

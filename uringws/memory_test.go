@@ -9,10 +9,14 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestIdleMemory measures the server's RSS per idle websocket (one
@@ -25,8 +29,33 @@ func TestIdleMemory(t *testing.T) {
 		t.Skip("uringws: set URINGWS_MEM=connections to measure idle memory")
 	}
 	deflate := os.Getenv("URINGWS_MEM_DEFLATE") == "1"
+	if os.Getenv("URINGWS_MEM_PROFILE") != "" {
+		runtime.MemProfileRate = 1
+	}
 	u := &Upgrader{EnableCompression: deflate}
-	s := serveOne(t, "uringhttp", upgradeHandler(u, echoHandler))
+	var s *server
+	if os.Getenv("URINGWS_MEM_GORILLA") == "1" {
+		// gorilla/websocket on net/http beside it, a reading goroutine
+		// per connection as its examples have.
+		gu := websocket.Upgrader{EnableCompression: deflate}
+		s = serveOne(t, "net/http", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, err := gu.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					mt, p, err := c.ReadMessage()
+					if err != nil || c.WriteMessage(mt, p) != nil {
+						return
+					}
+				}
+			}()
+		}))
+	} else {
+		s = serveOne(t, "uringhttp", upgradeHandler(u, echoHandler))
+	}
 	settle := func() (rss int64, g int) {
 		for i := 0; i < 3; i++ {
 			runtime.GC()
@@ -56,7 +85,13 @@ func TestIdleMemory(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	rss1, g1 := settle()
-	t.Logf("%d idle websockets (deflate %v): %.2f KiB RSS each, goroutines %d -> %d",
+	t.Logf("Conn is %d bytes", unsafe.Sizeof(Conn{}))
+	if p := os.Getenv("URINGWS_MEM_PROFILE"); p != "" {
+		f, _ := os.Create(p)
+		pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+	}
+	t.Logf("%s: %d idle websockets (deflate %v): %.2f KiB RSS each, goroutines %d -> %d", s.name,
 		n, deflate, float64(rss1-rss0)/float64(n)/1024, g0, g1)
 }
 
@@ -75,6 +110,22 @@ func TestIdleMemoryClient(t *testing.T) {
 	}
 	conns := make([]net.Conn, 0, n)
 	for i := 0; i < n; i++ {
+		if os.Getenv("URINGWS_MEM_HTTP") == "1" {
+			// The floor: an idle keep-alive HTTP connection of the same
+			// server, answered 400 (not an upgrade) but kept open.
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			conns = append(conns, c)
+			continue
+		}
 		rc := dialRaw(t, addr, ext)
 		rc.send(clientFrame(true, 0, opText, testKey, []byte("hello idle")))
 		if _, _, _, _, err := rc.frame(); err != nil {
@@ -85,5 +136,4 @@ func TestIdleMemoryClient(t *testing.T) {
 	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
-	_ = http.StatusOK
 }
