@@ -202,7 +202,7 @@ func connLoopsFor(loops int, defaulted bool, procs int) int {
 // Go's netpoller, readying the reader itself, does not pay: unpinned
 // net/http (keep-alive, at a fixed rate and with Connection: close) and
 // redcon cost 0.71-0.93x the server CPU per request of the loop's POLLIN
-// (BENCHMARKS.md, "NetpollReadiness as the default"). With one P the loop
+// (BENCHMARKS.md, "The net.Conn drop-in against Go's net"). With one P the loop
 // serves many keep-alive readers in one batch, which the netpoller does
 // not match (1.13-1.18x pinned), so it stays there. LockedLoops, chosen
 // for the ring's batching at a server's peak, keeps it there too: nothing
