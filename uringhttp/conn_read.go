@@ -71,6 +71,7 @@ func (h *hconn) waitLocked() {
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
+	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -87,6 +88,10 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	h.mu.Lock()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			h.takeoverData(c, data)
+			return
+		}
 		h.hj.feed(data)
 		h.mu.Unlock()
 		return
@@ -140,9 +145,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
-			h.setPhase(phaseHead)
-		}
+		h.partialHead(data) // timeouts.go
 		h.mu.Unlock()
 		return
 	}
@@ -200,9 +203,7 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 		w.release()
 		return nil, 0, err
 	}
-	if sh.s.sweeping() {
-		h.reqAt.Store(sh.s.coarseNow())
-	}
+	h.stampRequest()
 	w.init(h)
 	return w, n, nil
 }
@@ -232,6 +233,9 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	}
 	h.signal()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			return h.takeoverEOF(c)
+		}
 		h.hj.eof()
 		h.mu.Unlock()
 		return true
@@ -300,6 +304,9 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	h.mu.Unlock()
 	if rctx != nil {
 		rctx.cancel(context.Canceled)
+	}
+	if hj != nil && hj.tk != nil {
+		h.takeoverClose(c, err)
 	}
 	sh.s.track(h, false)
 	if rep {

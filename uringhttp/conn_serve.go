@@ -154,7 +154,8 @@ func (h *hconn) serveLoop(w *response) {
 				h.failInFlight(err)
 				return
 			}
-			h.setPhase(phaseHead)
+			h.setPhase(phaseIdle)
+			h.partialHead(h.in[h.r:]) // timeouts.go
 		} else {
 			h.setPhase(phaseIdle)
 		}
