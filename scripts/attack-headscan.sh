@@ -14,7 +14,7 @@
 # A server written NAME@LABEL is server NAME run from the binary $BIN_LABEL
 # (another build, e.g. one from before a change). The server is stopped by
 # its own PID.
-# Environment: SERVERS ROUNDS CLIENTS HEAD LINE EVERY PORT
+# Environment: SERVERS ROUNDS CLIENTS HEAD LINE EVERY RHT PORT
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SERVERS=${SERVERS:-uringhttp nethttp}
@@ -24,11 +24,12 @@ HEAD=${HEAD:-1000000}
 LINE=${LINE:-64}
 EVERY=${EVERY:-1ms}
 PORT=${PORT:-17640}
+RHT=${RHT:-0} # the servers' ReadHeaderTimeout: none, so that every head is read whole
 . "$ROOT/scripts/lib.sh"
 BIN=$(mktemp -d /tmp/attack-headscan.XXXXXX)
 (cd "$ROOT/bench" && go build -o "$BIN/h1-server" ./cmd/h1-server && go build -o "$BIN/headscan-attack" ./cmd/headscan-attack)
 HZ=$(getconf CLK_TCK)
-echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ) build=$(git -C "$ROOT" rev-parse --short HEAD) clients=$CLIENTS head=$HEAD line=$LINE every=$EVERY load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ) build=$(git -C "$ROOT" rev-parse --short HEAD) clients=$CLIENTS head=$HEAD line=$LINE every=$EVERY read_header_timeout=$RHT load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 for r in $(seq "$ROUNDS"); do
 	for spec in $SERVERS; do
 		srv=${spec%%@*} bin=$BIN/h1-server
@@ -37,7 +38,7 @@ for r in $(seq "$ROUNDS"); do
 			bin=${!v:?$v not set}
 		fi
 		PORT=$((PORT + 1))
-		"$bin" -server "$srv" -addr "127.0.0.1:$PORT" -size 13 -loops 0 >/dev/null 2>&1 &
+		"$bin" -server "$srv" -addr "127.0.0.1:$PORT" -size 13 -loops 0 -read-header-timeout "$RHT" >/dev/null 2>&1 &
 		SPID=$!
 		wait_port
 		t0=$(cpu_ticks "$SPID")

@@ -4,7 +4,7 @@
 // answer; meanwhile a probe opens a fresh connection for GET / every
 // -probe-every and times its answer. It prints one line:
 //
-//	clients=20 heads_answered=20 head_status=200 probes=170 probe_fail=0 probe_p50_ms=0.4 probe_p99_ms=1.2 probe_max_ms=3.1 secs=17.1
+//	clients=20 heads_answered=20 heads_cut=0 head_status=200x20 probes=170 probe_fail=0 probe_p50_ms=0.4 probe_p99_ms=1.2 probe_max_ms=3.1 secs=17.1
 //
 // A server that searches an unfinished head from its start each time more
 // of it arrives does work quadratic in the head's length; the probes show
@@ -39,7 +39,8 @@ func main() {
 	start := time.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	answered, status := 0, map[int]int{}
+	answered, cut, status := 0, 0, map[int]int{}
+	var firstErr error
 	for i := 0; i < *clients; i++ {
 		wg.Add(1)
 		go func() {
@@ -48,7 +49,10 @@ func main() {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "headscan-attack: attacker: %v\n", err)
+				cut++
+				if firstErr == nil {
+					firstErr = err
+				}
 				return
 			}
 			answered++
@@ -88,8 +92,11 @@ func main() {
 		codes = append(codes, fmt.Sprintf("%dx%d", c, n))
 	}
 	sort.Strings(codes)
-	fmt.Printf("clients=%d heads_answered=%d head_status=%s probes=%d probe_fail=%d probe_p50_ms=%.1f probe_p99_ms=%.1f probe_max_ms=%.1f secs=%.1f\n",
-		*clients, answered, strings.Join(codes, ","), len(lat), fails, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)), secs)
+	if firstErr != nil {
+		fmt.Fprintf(os.Stderr, "headscan-attack: %d attackers failed, the first with: %v\n", cut, firstErr)
+	}
+	fmt.Printf("clients=%d heads_answered=%d heads_cut=%d head_status=%s probes=%d probe_fail=%d probe_p50_ms=%.1f probe_p99_ms=%.1f probe_max_ms=%.1f secs=%.1f\n",
+		*clients, answered, cut, strings.Join(codes, ","), len(lat), fails, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)), secs)
 }
 
 // buildLines splits a head of about n bytes into lines of size bytes: the
