@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -108,25 +107,11 @@ func TestDifferentialCorpora(t *testing.T) {
 	}
 	s := startDiffServers(t, diffHandler(), 0)
 	defer s.stop()
-	type outcome struct {
-		std, ur rawResult
-		err     error
-	}
-	results := make([]outcome, len(cases))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	dcs := make([]diffCase, len(cases))
 	for i, c := range cases {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			dc := diffCase{name: c.id, steps: []rawStep{{send: c.req}, {closeWrite: true}}}
-			r := &results[i]
-			r.std, r.ur, r.err = exchangeBoth(s, dc)
-		}()
+		dcs[i] = diffCase{name: c.id, steps: []rawStep{{send: c.req}, {closeWrite: true}}}
 	}
-	wg.Wait()
+	results := exchangeAll(s, s, dcs, 16)
 	var differ []string
 	for i, c := range cases {
 		r := results[i]
