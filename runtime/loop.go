@@ -162,7 +162,7 @@ func (l *loop) iterate() {
 		if minC > 0 {
 			l.noteBatch(n)
 		}
-		if l.rt.metrics {
+		if l.rt.metrics.Load() {
 			l.publish(n)
 		}
 		if l.flushWakes() {
