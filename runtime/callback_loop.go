@@ -62,6 +62,11 @@ func (l *loop) stopCB() {
 	}
 }
 
+// cbPending reports whether the callback API has work for this iteration
+// that must not wait for the loop's sleep: functions of RunOnLoop still
+// queued, or an idle sweep the sweeper asked for.
+func (l *loop) cbPending() bool { return !l.inl.empty() || l.idle.due }
+
 // prepCB fills sqe for an op of the callback API (prep).
 func (l *loop) prepCB(sqe *netpoll.SQE, o *op) {
 	switch o.kind {

@@ -104,7 +104,7 @@ func (l *loop) iterate() {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && l.inl.empty() && !l.idle.due && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.cbPending() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
