@@ -85,6 +85,7 @@ const (
 const (
 	inHighWater = 64 << 10 // pause reading when this much input waits
 	inLowWater  = 16 << 10 // and resume under this
+	inRecvMax   = 64 << 10 // what one receive may bring past the mark (a bundle of provided buffers)
 	outFlushAt  = 4 << 10  // connection-level output buffer, as net/http's bufio.Writer
 )
 
