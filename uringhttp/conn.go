@@ -41,8 +41,8 @@ type hconn struct {
 
 	rctx  *reqContext     // the context of the request in flight (mu)
 	body  *body           // its body, or nil (mu)
-	since atomic.Int64    // coarse ns when the phase began
-	reqAt atomic.Int64    // coarse ns when the request in flight was read
+	since atomic.Int64    // monotonic ns when the phase began (timeouts.go)
+	reqAt atomic.Int64    // monotonic ns when the request in flight was read
 	ctx   context.Context // connection context (ConnContext), lazily
 	raddr string
 	hc    *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
