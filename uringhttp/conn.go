@@ -37,6 +37,7 @@ type hconn struct {
 	kept   int32         // bytes of a partial head the runtime keeps for the next OnData
 	phase  atomic.Int32  // for the timeouts
 	drains atomic.Uint32 // OnDrained calls, so that a writer misses none
+	scan   int32         // bytes at the start of the unfinished head searched for its end (mu)
 	hj     *hijackConn   // set once hijacked (mu)
 
 	rctx  *reqContext     // the context of the request in flight (mu)

@@ -3,6 +3,7 @@ package uringhttp
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
@@ -96,6 +97,10 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	h.mu.Lock()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			h.takeoverData(c, data)
+			return
+		}
 		h.hj.feed(data)
 		h.mu.Unlock()
 		return
@@ -123,6 +128,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		// After a POST, up to 4 CR or LF bytes before the next request
 		// are skipped (RFC 9112 tolerance for old clients).
 		if k := leadingCRLF(data); k > 0 {
+			h.scan = 0 // the head starts after them
 			data = data[k:]
 			if own {
 				h.consumed(k)
@@ -177,13 +183,22 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 // head's length, or errIncomplete, or the error to answer.
 func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
-	n := headEnd(data)
+	from := int(h.scan)
+	if from > len(data) {
+		from = 0
+	}
+	n := headEnd(data, from)
 	if n < 0 {
 		if len(data) >= limit {
+			h.scan = 0
 			return nil, 0, errTooLarge
 		}
+		// The next call, with these bytes and more, resumes the search
+		// where this one stopped.
+		h.scan = int32(min(len(data), math.MaxInt32))
 		return nil, 0, errIncomplete
 	}
+	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
 	}
@@ -227,6 +242,9 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	}
 	h.signal()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			return h.takeoverEOF(c)
+		}
 		h.hj.eof()
 		h.mu.Unlock()
 		return true
@@ -251,7 +269,13 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	dead := h.dead
 	h.dead = true
 	h.mu.Unlock()
-	if partial && !dead {
+	if dead {
+		// Whoever marked the connection dead closes it, after the error
+		// answer it may be writing (failInFlight, off the loop): closing
+		// it here would drop that answer.
+		return true
+	}
+	if partial {
 		h.errorReply(protoError("unexpected EOF"), true)
 		return true
 	}
@@ -289,6 +313,9 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	h.mu.Unlock()
 	if rctx != nil {
 		rctx.cancel(context.Canceled)
+	}
+	if hj != nil && hj.tk != nil {
+		h.takeoverClose(c, err)
 	}
 	sh.s.track(h, false)
 	if rep {

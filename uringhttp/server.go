@@ -72,9 +72,10 @@ type Server struct {
 	BaseContext func(net.Listener) context.Context
 	// ConnContext derives a connection's context from the base context.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
-	// Runtime is the uringrt runtime of the listeners Serve gets and that
-	// ListenAndServe listens on; nil means the default runtime
-	// (uringrt.Default).
+	// Runtime is the uringrt runtime ListenAndServe listens on; nil means
+	// the default runtime (uringrt.Default). Serve serves a listener on
+	// the runtime that made it, so it may stay nil there; set, it must be
+	// that runtime.
 	Runtime *uringrt.Runtime
 	// OffLoopHandlers, when true, runs every handler on the server's
 	// goroutines. By default a handler runs on the event loop that read its
@@ -112,6 +113,8 @@ type Server struct {
 	serving           sync.WaitGroup
 	workers           workerPool
 	onShutdown        []func() // RegisterOnShutdown's (mu)
+
+	testHookFailInFlight func(*hconn) // tests: between a failed pipelined request's end and its error answer
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -34,24 +34,27 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
-// default runtime, rt.Listen otherwise): connections are read on the
-// runtime's loops and requests handed to handlers on goroutines. ln is
+// Serve serves HTTP on ln, a uringrt listener (uringrt.Listen, a
+// Runtime's Listen, a uringrt.ListenConfig), on the runtime that made it
+// (s.Runtime may be left nil; when set it must be that runtime):
+// connections are read on the runtime's loops and requests handed to
+// handlers on goroutines. ln is
 // the caller's and is used as it is (it may carry other protocols than
 // HTTP): Serve sets no socket option on it, so its accepts are deferred
 // only if it was made so (a uringrt.ListenConfig with DeferAccept set).
 // It blocks
 // until the listener is closed and returns http.ErrServerClosed after
 // Shutdown or Close (called before Serve, too: ln is then closed), or the
-// error that ended serving: at once for a listener that is not
-// s.Runtime's (a net.Listen listener: serve that with net/http) or that
-// is served already.
+// error that ended serving: at once for a listener that is not a uringrt
+// listener (a net.Listen listener: serve that with net/http), one of
+// another runtime than a non-nil s.Runtime, or one served already; the
+// error says which and what to do.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.shuttingDown() {
 		ln.Close()
 		return http.ErrServerClosed
 	}
-	rt, err := s.runtime()
+	rt, err := s.serveRuntime(ln)
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,8 @@ func (s *Server) track(h *hconn, add bool) {
 
 // Shutdown stops accepting, closes idle connections, and waits for the
 // requests in flight to be answered and their connections to close, as
-// http.Server's does; hijacked connections are not waited for. If ctx ends
+// http.Server's does; hijacked connections are not waited for, taken-over
+// ones are (TakeOverShutdowner). If ctx ends
 // first it returns ctx.Err() (the connections left are not closed: Close
 // does that); otherwise the first error closing a listener returned, or
 // nil.
@@ -153,7 +157,7 @@ func (s *Server) RegisterOnShutdown(f func()) {
 }
 
 // Close closes the listeners and every connection at once (hijacked ones
-// excepted); requests in flight see their context cancelled, and their
+// excepted, taken-over ones included); requests in flight see their context cancelled, and their
 // writes fail with net.ErrClosed. It returns the first error closing a
 // listener returned, or nil.
 func (s *Server) Close() error {
@@ -168,7 +172,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, h := range conns {
 		h.mu.Lock()
-		hj, rctx := h.hj != nil, h.rctx
+		hj, rctx := h.hj != nil && h.hj.tk == nil, h.rctx
 		if !hj {
 			// With the context read under the same lock: a request
 			// starting now sees killed and cancels its own (serveOne).
@@ -233,8 +237,15 @@ func (s *Server) closeIdle() bool {
 		// that a head the loop completes meanwhile is served or dropped,
 		// never both.
 		h.mu.Lock()
-		if h.hj != nil || h.closed {
+		if h.hj != nil && h.hj.tk == nil || h.closed {
 			h.mu.Unlock()
+			continue
+		}
+		if h.hj != nil { // taken over (a websocket): its handler says goodbye
+			h.mu.Unlock()
+			if h.takeoverShutdown() {
+				quiet = false // until its OnClose
+			}
 			continue
 		}
 		ph := h.phase.Load()
