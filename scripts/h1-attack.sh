@@ -23,10 +23,11 @@
 # pipeline (100 connections x 200,000 pipelined GETs, never read),
 # shutdown (50 connections with part of a second head, then SIGTERM),
 # hijack (100 hijacked connections that never read 1 MiB messages),
-# upload200 (200 50 MB uploads at once to a slow handler).
+# upload200 (200 50 MB uploads at once to a slow handler), idle15k (15,000
+# idle keep-alive connections under IdleTimeout 60 s: the server's CPU).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ATTACKS=${ATTACKS:-nonread slowread slow1k memback upload4 burst timeouts pipeline shutdown hijack upload200}
+ATTACKS=${ATTACKS:-nonread slowread slow1k memback upload4 burst timeouts pipeline shutdown hijack upload200 idle15k}
 ROUNDS=${ROUNDS:-2}
 N=${N:-0}
 D=${D:-0}
