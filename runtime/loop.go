@@ -47,6 +47,8 @@ type loop struct {
 	batchAvg16  int            // EWMA of CQEs per wake-up, in sixteenths
 	holdPMissed bool           // the last wait kept the P (DedicatedLoops) and timed out empty
 	waitedEmpty bool           // the last wait ended with no CQE: skip the idle poll
+	lastTrim    int64          // monoNow of the last drop of the pools' free buffers (noteIdle)
+	trimTick    uint32         // iterations, so that a busy loop reads the clock for noteIdle once in 64
 	polls       int            // armed polls (parked net.Conn readers and writers)
 	handedOff   bool           // the last batch yielded the P (loop_yield.go)
 	runq        *runnableProbe // nil: never yield for stranded goroutines
@@ -159,6 +161,7 @@ func (l *loop) iterate() {
 		// A wait that ended with nothing (the 1 s idle timeout): the loop
 		// is idle, so it sleeps again without polling first.
 		l.waitedEmpty = minC > 0 && n == 0
+		l.noteIdle(n) // outq.go
 		if minC > 0 {
 			l.noteBatch(n)
 		}
