@@ -145,6 +145,9 @@ func (u *Upgrader) selectSubprotocol(r *http.Request) string {
 	for _, v := range r.Header.Values("Sec-Websocket-Protocol") {
 		for _, p := range strings.Split(v, ",") {
 			p = strings.TrimSpace(p)
+			if !isToken(p) {
+				continue
+			}
 			for _, s := range u.Subprotocols {
 				if p == s {
 					return s
@@ -153,6 +156,21 @@ func (u *Upgrader) selectSubprotocol(r *http.Request) string {
 		}
 	}
 	return ""
+}
+
+// isToken reports whether s is an RFC 9110 token (a subprotocol must be
+// one).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // headerHasToken reports whether a comma-separated header holds token
