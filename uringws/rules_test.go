@@ -243,3 +243,49 @@ func TestLoopPathHoldsNoGoroutine(t *testing.T) {
 		t.Fatalf("%d goroutines for %d idle websockets (before: %d)", g, n, before)
 	}
 }
+
+func TestReadTimeoutCloses(t *testing.T) {
+	log := newCloseLog()
+	u := &Upgrader{ReadTimeout: 100 * time.Millisecond}
+	for _, s := range serveAll(t, upgradeHandler(u, log.handler())) {
+		rc := dialRaw(t, s.addr, "")
+		rc.send(clientFrame(false, 0, opText, testKey, []byte("half a message, then silence")))
+		if _, _, _, _, err := rc.frame(); err == nil {
+			t.Fatalf("%s: a frame instead of the end", s.name)
+		}
+		if code := log.wait(t, s.name); code != CloseAbnormalClosure {
+			t.Fatalf("%s: OnClose %d, want 1006", s.name, code)
+		}
+	}
+}
+
+// Messages written concurrently from many goroutines each arrive whole.
+func TestConcurrentWritersKeepMessagesWhole(t *testing.T) {
+	const writers, each = 8, 50
+	u := &Upgrader{WriteBufferLimit: 64 << 20}
+	h := HandlerFuncs{Open: func(c *Conn) {
+		for w := 0; w < writers; w++ {
+			go func(w int) {
+				msg := bytes.Repeat([]byte{byte('a' + w)}, 20000+w)
+				for i := 0; i < each; i++ {
+					if err := c.WriteMessage(BinaryMessage, msg); err != nil {
+						return
+					}
+				}
+			}(w)
+		}
+	}}
+	for _, s := range serveAll(t, upgradeHandler(u, h)) {
+		c := dialGorilla(t, s, nil)
+		for i := 0; i < writers*each; i++ {
+			_, p, err := c.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", s.name, i, err)
+			}
+			w := int(p[0] - 'a')
+			if len(p) != 20000+w || !bytes.Equal(p, bytes.Repeat(p[:1], len(p))) {
+				t.Fatalf("%s: message %d mixed or cut (%d bytes)", s.name, i, len(p))
+			}
+		}
+	}
+}
