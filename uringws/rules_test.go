@@ -186,10 +186,24 @@ func TestIdleTimeoutCloses(t *testing.T) {
 	}
 }
 
+// drainHandler is a HandlerFuncs with OnDrained.
+type drainHandler struct {
+	HandlerFuncs
+	drained chan struct{}
+}
+
+func (d *drainHandler) OnDrained(c *Conn) {
+	select {
+	case d.drained <- struct{}{}:
+	default:
+	}
+}
+
 func TestSlowConsumerGetsError(t *testing.T) {
 	res := make(chan error, 1)
 	u := &Upgrader{WriteBufferLimit: 256 << 10}
-	h := HandlerFuncs{Open: func(c *Conn) {
+	h := &drainHandler{drained: make(chan struct{}, 1)}
+	h.Open = func(c *Conn) {
 		go func() {
 			msg := bytes.Repeat([]byte("z"), 16<<10)
 			for i := 0; i < 100000; i++ {
@@ -200,10 +214,9 @@ func TestSlowConsumerGetsError(t *testing.T) {
 			}
 			res <- nil
 		}()
-	}}
+	}
 	s := serveOne(t, "uringhttp", upgradeHandler(u, h))
-	rc := dialRaw(t, s.addr, "")
-	_ = rc // never reads
+	rc := dialRaw(t, s.addr, "") // reads nothing at first
 	select {
 	case err := <-res:
 		if err != ErrSlowConsumer {
@@ -211,6 +224,19 @@ func TestSlowConsumerGetsError(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("writer never refused")
+	}
+	// The consumer catches up: OnDrained tells the producer.
+	go func() {
+		for {
+			if _, _, _, _, err := rc.frame(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-h.drained:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnDrained after the consumer caught up")
 	}
 }
 
@@ -268,7 +294,11 @@ func TestConcurrentWritersKeepMessagesWhole(t *testing.T) {
 			go func(w int) {
 				msg := bytes.Repeat([]byte{byte('a' + w)}, 20000+w)
 				for i := 0; i < each; i++ {
-					if err := c.WriteMessage(BinaryMessage, msg); err != nil {
+					err := c.WriteMessage(BinaryMessage, msg)
+					for ; err == ErrSlowConsumer; err = c.WriteMessage(BinaryMessage, msg) {
+						time.Sleep(time.Millisecond) // the documented outcome: retry or drop
+					}
+					if err != nil {
 						return
 					}
 				}
