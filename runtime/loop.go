@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -41,12 +39,8 @@ type loop struct {
 	cqes        []netpoll.CQE
 	wakes       []*pollDesc
 	opWakes     []*op
-	dirty       []*CallbackConn
 	bufRing     *netpoll.BufRing
-	bundles     bool                // callback recvs take bundles (op_cb.go)
-	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
-	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
-	streamLive  int                 // stream-mode recv buffers out of streamBufs
+	bundles     bool // callback recvs take bundles (op_cb.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
@@ -65,35 +59,19 @@ type loop struct {
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
 	stashBuf    []netpoll.CQE
-	cbConns     map[*CallbackConn]struct{}
-	serving     []*listener
 
-	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb_send.go)
-	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
-	sendIov   []unix.Iovec
-	sendMsg   unix.Msghdr
-	loopSends int // flushes of at most this many conns send from the loop (loopSendMax)
-	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
-	chunkArrs [][]outChunk
-	// buffer lending (lend.go): the run on offer to OnData's Writes, the
-	// buffers lent now and the most that may be (0: lending off)
-	lend              lendable
-	lentBufs, lendCap int
-	ringMem           []byte     // every buffer of bufRing, to tell its memory
-	budget            loopBudget // budget.go
-	idle              loopIdle   // idle.go
-	timers            loopTimers // callback timers (callback_timer_heap.go)
-	inl               loopInline // functions of RunOnLoop (callback_inline.go)
-	chains            loopChains // their off-loop chains (callback_inline_chain.go)
+	// buffer lending (lend.go): the most buffers that may be lent (0:
+	// lending off)
+	lendCap int
+	ringMem []byte // every buffer of bufRing, to tell its memory
+
+	loopCB // the callback API's state (callback_loop.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
-
-	firstLive int // stream buffers that first recvs still wait in (callback_stream.go)
 }
 
 // run is the loop: take queued requests -> prep SQEs -> one enter that
@@ -195,7 +173,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		if minC > 0 {
 			l.noteBatch(n)
 		}
-		if l.rt.metrics {
+		if l.rt.metrics.Load() {
 			l.publish(n)
 		}
 		if l.flushWakes() {

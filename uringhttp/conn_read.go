@@ -3,6 +3,7 @@ package uringhttp
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
@@ -70,6 +71,7 @@ func (h *hconn) waitLocked() {
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
+	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -117,6 +119,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		// After a POST, up to 4 CR or LF bytes before the next request
 		// are skipped (RFC 9112 tolerance for old clients).
 		if k := leadingCRLF(data); k > 0 {
+			h.scan = 0 // the head starts after them
 			data = data[k:]
 			if own {
 				h.consumed(k)
@@ -142,9 +145,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
-			h.setPhase(phaseHead)
-		}
+		h.partialHead(data) // timeouts.go
 		h.mu.Unlock()
 		return
 	}
@@ -173,13 +174,22 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 // head's length, or errIncomplete, or the error to answer.
 func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
-	n := headEnd(data)
+	from := int(h.scan)
+	if from > len(data) {
+		from = 0
+	}
+	n := headEnd(data, from)
 	if n < 0 {
 		if len(data) >= limit {
+			h.scan = 0
 			return nil, 0, errTooLarge
 		}
+		// The next call, with these bytes and more, resumes the search
+		// where this one stopped.
+		h.scan = int32(min(len(data), math.MaxInt32))
 		return nil, 0, errIncomplete
 	}
+	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
 	}
@@ -193,9 +203,7 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 		w.release()
 		return nil, 0, err
 	}
-	if sh.s.sweeping() {
-		h.reqAt.Store(sh.s.coarseNow())
-	}
+	h.stampRequest()
 	w.init(h)
 	return w, n, nil
 }
@@ -252,7 +260,13 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	dead := h.dead
 	h.dead = true
 	h.mu.Unlock()
-	if partial && !dead {
+	if dead {
+		// Whoever marked the connection dead closes it, after the error
+		// answer it may be writing (failInFlight, off the loop): closing
+		// it here would drop that answer.
+		return true
+	}
+	if partial {
 		h.errorReply(protoError("unexpected EOF"), true)
 		return true
 	}
