@@ -38,7 +38,7 @@ type Upgrader struct {
 	EnableCompression bool
 	// MaxMessageSize is the largest message accepted, in bytes (after
 	// decompression); past it the connection is closed with 1009. 0 means
-	// DefaultMaxMessageSize; < 0, no limit but the int64 range.
+	// DefaultMaxMessageSize; < 0, no limit (2^62).
 	MaxMessageSize int64
 	// WriteBufferLimit bounds the bytes queued for one connection, in
 	// bytes: a write that would pass it (with something queued already)
@@ -71,7 +71,7 @@ func (u *Upgrader) maxMessage() int64 {
 	case u.MaxMessageSize > 0:
 		return u.MaxMessageSize
 	case u.MaxMessageSize < 0:
-		return 1<<63 - 1
+		return 1 << 62 // no limit, with room for the arithmetic of limit+1
 	}
 	return DefaultMaxMessageSize
 }
