@@ -96,7 +96,7 @@ func deflateCount(size int, full bool) int {
 func deflateCase(id, offer string, op byte, gen func(*rand.Rand, int) []byte, size, frag int, full bool) Case {
 	count := deflateCount(size, full)
 	desc := fmt.Sprintf("%d compressed messages of %d bytes, frames of %d (0: one), offer %q", count, size, frag, offer)
-	return Case{ID: id, Desc: desc, Offer: offer, NeedDeflate: true, Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: desc, Offer: offer, NeedDeflate: true, Run: func(s *Client) Expect {
 		r := rand.New(rand.NewPCG(uint64(size), uint64(frag)))
 		var want []Obs
 		for i := range count {

@@ -50,7 +50,7 @@ type Case struct {
 	Offer string // Sec-WebSocket-Extensions to offer; "" none
 	// NeedDeflate: without permessage-deflate the case is UNIMPLEMENTED.
 	NeedDeflate bool
-	Run         func(s *Session) Expect
+	Run         func(s *Client) Expect
 }
 
 // Section is the case's top-level section ("1" for "1.1.2").
@@ -129,7 +129,7 @@ func runCase(cfg Config, c Case) Result {
 }
 
 // judge compares what the server did with e.
-func judge(s *Session, e Expect, dropped bool) (Verdict, string) {
+func judge(s *Client, e Expect, dropped bool) (Verdict, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.badFrame != "" {
