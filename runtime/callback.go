@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
 )
@@ -31,7 +32,7 @@ type CallbackConn struct {
 
 	// loop-owned (small fields last, packed)
 	recvOp    op
-	snd       *cbSend  // the send in flight, or nil (op_cb.go)
+	snd       *cbSend  // the send in flight, or nil (op_cb_send.go)
 	outq      outQueue // queued output, in chunks of the loop's pool (outq.go)
 	idleSeen  int64    // unix ns of the idle sweep that last found progress
 	closeErr  error
@@ -81,7 +82,7 @@ type CallbackConn struct {
 	posted   atomic.Int64 // bytes of AsyncWrites posted and not yet taken
 	inQueued atomic.Int64 // bytes of input handed to a MayBlocker's worker, not yet handled (budget.go)
 
-	tm *connTimers // timers and deadlines (callback_timer.go), nil without
+	tm *connTimers // timers and deadlines (callback_timer_loop.go), nil without
 
 	// wrClosed: no more writes are accepted (a Close began, or AsyncClose
 	// was posted). Set and read under the loop's queue lock, so an
@@ -112,8 +113,13 @@ type stdCB struct {
 	maxIn    int           // Config.MaxWriteBuffer: the cap on kept input (framing)
 	err      error         // OnClose's error when the runtime closed it (ErrInboundFull)
 	mu       sync.Mutex
-	tm       stdTimers  // its timers (callback_timer.go)
+	tm       stdTimers  // its timers (callback_timer_std.go)
 	wmu      sync.Mutex // Write: one writer at a time (OnData holds it)
+
+	closing atomic.Bool   // Close began (std_close.go): writes return net.ErrClosed
+	closeTO time.Duration // Config.CloseTimeout
+	eofOnce sync.Once
+	cl      stdClose
 }
 
 func newCallbackConn(fd *netFD, h Handler) *CallbackConn {

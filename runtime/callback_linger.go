@@ -2,7 +2,6 @@ package uringrt
 
 import (
 	"io"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -241,18 +240,4 @@ func sockQueues(fd int) (in, out bool) {
 		return false, false
 	}
 	return m[unix.SK_MEMINFO_RMEM_ALLOC] != 0, m[unix.SK_MEMINFO_WMEM_QUEUED] != 0
-}
-
-// tcp reports whether n is a TCP socket (by its family and network).
-func (n *netFD) tcp() bool {
-	return (n.family == unix.AF_INET || n.family == unix.AF_INET6) && strings.HasPrefix(n.net, "tcp")
-}
-
-// plainTCPNow reports whether n, a TCP socket, is plain TCP (not MPTCP)
-// with SO_LINGER off: known at creation (plainTCP), else asked.
-func (n *netFD) plainTCPNow() bool {
-	if n.plainTCP && (n.ln == nil || !n.ln.fd.rawTouched.Load()) && !n.rawTouched.Load() {
-		return true
-	}
-	return plainTCPSocket(n.fd, n.family)
 }

@@ -219,7 +219,8 @@ package uringrt
 //	               user_data, in-flight counts, completeCQE, cancel by
 //	               user_data and its resend
 //	op_wake.go     the eventfd read          op_poll.go  POLLIN / POLLOUT
-//	op_rw.go       net.Conn recv/send         op_cb.go    callback recv/send
+//	op_rw.go       net.Conn recv/send         op_cb.go    callback recv;
+//	op_cb_send.go  callback send and flush    op_cb_deliver.go  to OnData
 //	op_accept.go   Serve's multishot accept and its back-off timer
 //	               (each: its SQE prep and what its CQE means)
 //	close.go       the one close protocol of every descriptor

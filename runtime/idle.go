@@ -39,19 +39,6 @@ type loopIdle struct {
 	due    bool // loop-owned: the sweeper asked for a sweep (sweepAfterReap)
 }
 
-// fdIdle is a net.Conn's progress flag; the sweep's own record is
-// netFD.idleSeen (kept apart so that the flag fits in the fd's first line).
-type fdIdle struct {
-	active atomic.Bool // progress since the last sweep
-}
-
-// touch records read or write progress on a net.Conn.
-func (n *netFD) touch() {
-	if !n.idle.active.Load() {
-		n.idle.active.Store(true)
-	}
-}
-
 // startIdleSweep starts the sweeper when Config.IdleTimeout is set.
 func (rt *Runtime) startIdleSweep() {
 	d := rt.cfg.IdleTimeout

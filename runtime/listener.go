@@ -2,17 +2,14 @@ package uringrt
 
 import (
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/uringrt/uringrt/netpoll"
 )
-
-const sqeAsync = netpoll.SQEAsync
 
 // listener is a uringrt net.Listener. Accept tries accept4(2) nonblocking
 // and, on EAGAIN, parks on the loop's multishot poll of the listening
@@ -181,3 +178,13 @@ func (ln *listener) SetDeadline(t time.Time) error {
 	})
 	return nil
 }
+
+// SyscallConn returns the listening socket's syscall.RawConn; Read waits
+// for a pending connection through the loop.
+func (ln *listener) SyscallConn() (syscall.RawConn, error) {
+	return rawConn{fd: ln.fd}, nil
+}
+
+// File returns a duplicate of the listening socket's descriptor, as
+// *net.TCPListener.File does.
+func (ln *listener) File() (*os.File, error) { return ln.fd.dupFile(false) }

@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -41,12 +39,8 @@ type loop struct {
 	cqes        []netpoll.CQE
 	wakes       []*pollDesc
 	opWakes     []*op
-	dirty       []*CallbackConn
 	bufRing     *netpoll.BufRing
-	bundles     bool                // callback recvs take bundles (op_cb.go)
-	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
-	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
-	streamLive  int                 // stream-mode recv buffers out of streamBufs
+	bundles     bool // callback recvs take bundles (op_cb.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
@@ -65,35 +59,19 @@ type loop struct {
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
 	stashBuf    []netpoll.CQE
-	cbConns     map[*CallbackConn]struct{}
-	serving     []*listener
 
-	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb.go)
-	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
-	sendIov   []unix.Iovec
-	sendMsg   unix.Msghdr
-	loopSends int // flushes of at most this many conns send from the loop (loopSendMax)
-	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
-	chunkArrs [][]outChunk
-	// buffer lending (lend.go): the run on offer to OnData's Writes, the
-	// buffers lent now and the most that may be (0: lending off)
-	lend              lendable
-	lentBufs, lendCap int
-	ringMem           []byte     // every buffer of bufRing, to tell its memory
-	budget            loopBudget // budget.go
-	idle              loopIdle   // idle.go
-	timers            loopTimers // callback timers (callback_timer.go)
-	inl               loopInline // functions of RunOnLoop (callback_inline.go)
-	chains            loopChains // their off-loop chains (callback_inline_chain.go)
+	// buffer lending (lend.go): the most buffers that may be lent (0:
+	// lending off)
+	lendCap int
+	ringMem []byte // every buffer of bufRing, to tell its memory
+
+	loopCB // the callback API's state (callback_loop.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
-
-	firstLive int // stream buffers that first recvs still wait in (callback_stream.go)
 }
 
 // run is the loop: take queued requests -> prep SQEs -> one enter that
@@ -102,12 +80,12 @@ type loop struct {
 func (l *loop) run() { l.runFrom(false, nil) }
 
 // runFrom runs the loop. A takeover's goroutine first hands queued
-// functions off the loop (callback_inline.go): all of them (spill: the
+// functions off the loop (callback_inline_run.go): all of them (spill: the
 // function that lost the loop blocked), or those of stolen's connection,
 // which must wait for it.
 func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 	if haveCurG {
-		// A takeover's goroutine first of all (callback_inline.go).
+		// A takeover's goroutine first of all (callback_inline_run.go).
 		l.inl.g.Store(curG())
 	}
 	if spill {
@@ -119,11 +97,11 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
 		l.drainQueue()
-		if !l.runInline() { // callback_inline.go
+		if !l.runInline() { // callback_inline_run.go
 			return // another goroutine runs the loop now
 		}
 		l.resendCancels()
-		l.runTimers() // callback_timer.go: before flushCB, so their writes go out now
+		l.runTimers() // callback_timer_loop.go: before flushCB, so their writes go out now
 		l.flushCB()
 		l.closes.run(l)
 		if l.stopping && l.inflight == 0 && l.closing == 0 && l.closes.empty() && l.inl.empty() {
@@ -147,7 +125,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		}
 		if minC > 0 {
 			var wait bool
-			if timeout, wait = l.timerWait(timeout); !wait { // callback_timer.go
+			if timeout, wait = l.timerWait(timeout); !wait { // callback_timer_loop.go
 				minC = 0
 				l.sleeping.Store(false)
 			}
@@ -195,7 +173,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		if minC > 0 {
 			l.noteBatch(n)
 		}
-		if l.rt.metrics {
+		if l.rt.metrics.Load() {
 			l.publish(n)
 		}
 		if l.flushWakes() {

@@ -2,6 +2,7 @@ package uringrt
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -344,4 +345,31 @@ func rawSend(fd int, b []byte) (int, syscall.Errno) {
 		return 0, e
 	}
 	return int(n), 0
+}
+
+// tcp reports whether n is a TCP socket (by its family and network).
+func (n *netFD) tcp() bool {
+	return (n.family == unix.AF_INET || n.family == unix.AF_INET6) && strings.HasPrefix(n.net, "tcp")
+}
+
+// plainTCPNow reports whether n, a TCP socket, is plain TCP (not MPTCP)
+// with SO_LINGER off: known at creation (plainTCP), else asked.
+func (n *netFD) plainTCPNow() bool {
+	if n.plainTCP && (n.ln == nil || !n.ln.fd.rawTouched.Load()) && !n.rawTouched.Load() {
+		return true
+	}
+	return plainTCPSocket(n.fd, n.family)
+}
+
+// fdIdle is a net.Conn's progress flag; the sweep's own record is
+// netFD.idleSeen (kept apart so that the flag fits in the fd's first line).
+type fdIdle struct {
+	active atomic.Bool // progress since the last sweep
+}
+
+// touch records read or write progress on a net.Conn.
+func (n *netFD) touch() {
+	if !n.idle.active.Load() {
+		n.idle.active.Store(true)
+	}
 }

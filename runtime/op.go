@@ -11,7 +11,7 @@ import (
 
 // opKind says what an in-flight ring request is; each kind's SQE
 // preparation and the meaning of its CQE live in a file of their own
-// (op_wake.go, op_poll.go, op_rw.go, op_cb.go, op_accept.go).
+// (op_wake.go, op_poll.go, op_rw.go, op_cb.go, op_cb_send.go, op_accept.go).
 type opKind uint8
 
 const (
@@ -21,7 +21,7 @@ const (
 	opRecv                       // recv into the caller's buffer, ring/async modes (op_rw.go)
 	opSend                       // send of the caller's buffer, ring/async modes (op_rw.go)
 	opCBRecv                     // multishot (or single) recv for a callback conn (op_cb.go)
-	opCBSend                     // send of a callback conn's queued output (op_cb.go)
+	opCBSend                     // send of a callback conn's queued output (op_cb_send.go)
 	opAcceptCB                   // multishot accept for Serve (op_accept.go)
 	opTimer                      // accept back-off timer (op_accept.go)
 	opUDPRecv                    // multishot recvmsg of a PacketConn (udp_multishot.go)

@@ -44,3 +44,5 @@ func (fd *netFD) ringOp(o *op, b []byte) (int, syscall.Errno, bool) {
 	}
 	return int(res), 0, true
 }
+
+const sqeAsync = netpoll.SQEAsync

@@ -184,16 +184,6 @@ func (c *Conn) SyscallConn() (syscall.RawConn, error) {
 // duplicate shares the socket's nonblocking mode.
 func (c *Conn) File() (*os.File, error) { return c.fd.dupFile(true) }
 
-// SyscallConn returns the listening socket's syscall.RawConn; Read waits
-// for a pending connection through the loop.
-func (ln *listener) SyscallConn() (syscall.RawConn, error) {
-	return rawConn{fd: ln.fd}, nil
-}
-
-// File returns a duplicate of the listening socket's descriptor, as
-// *net.TCPListener.File does.
-func (ln *listener) File() (*os.File, error) { return ln.fd.dupFile(false) }
-
 // BackendStd: Go's connections and listeners have these already; the
 // wrappers that track them pass them through.
 

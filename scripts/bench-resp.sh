@@ -25,7 +25,7 @@
 # Server CPU per request (or delivery) is utime+stime from /proc/PID/stat
 # read just before and after the client's run. Each run also records
 # other, the busy time of both CPUs that was neither the server's nor the
-# client's, in % of one CPU over the run (another session's build or test
+# client's, in % of one CPU over the run (another engineer's build or test
 # on the machine, which takes the server's or the client's core away); the
 # summary's medians leave out runs with other above MAXOTHER (15) and count
 # them in "runs (left out)". Every server is stopped by

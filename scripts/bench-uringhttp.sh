@@ -3,7 +3,9 @@
 # http.Handler), net/http on Go's net, net/http on uringrt's listener,
 # fasthttp and nbio's nbhttp (bench/cmd/h1-server), the same handler
 # response, in alternating rounds (A B C D E A B C D E ...); prints medians
-# and ratios and writes the table into BENCHMARKS.md (dated).
+# and ratios and writes the table, dated and with its command, to
+# $OUT/section.md, to replace the current table of BENCHMARKS.md's uringhttp
+# section with (WRITE=0: not written).
 #
 #   scripts/bench-uringhttp.sh                     # everything, ROUNDS=3, DUR=5
 #   ROUNDS=5 DUR=10 scripts/bench-uringhttp.sh
@@ -211,14 +213,14 @@ SUM=$OUT/summary.md
 if [[ $WRITE == 1 ]]; then
 	{
 		echo
-		echo "## uringhttp against net/http, fasthttp and nbhttp ($(date -u +%Y-%m-%d\ %H:%M) UTC)"
+		echo "### The current table ($(date -u +%Y-%m-%d\ %H:%M) UTC)"
 		echo
 		echo "\`ROUNDS=$ROUNDS DUR=$DUR WORKLOADS=\"$WORKLOADS\" scripts/bench-uringhttp.sh\` at $(git -C "$ROOT" rev-parse --short HEAD)"
 		echo "(medians of $ROUNDS alternating rounds; ${RATE:+rate: $RATE requests/s offered; }pinned: server CPU 0 GOMAXPROCS=1, client CPU 1;"
 		echo "the machine has $NCPU cores shared with other work: ratios, not absolute figures)."
 		echo
 		cat "$SUM"
-	} >>"$ROOT/BENCHMARKS.md"
-	echo "# appended to BENCHMARKS.md" >&2
+	} >"$OUT/section.md"
+	echo "# written to $OUT/section.md: it replaces the current table of BENCHMARKS.md's uringhttp section" >&2
 fi
 echo "raw: $RAW" >&2

@@ -6,7 +6,7 @@
 //
 //	rt, _ := uringrt.New(uringrt.Config{})
 //	ln, _ := rt.Listen("tcp", ":8080")
-//	srv := &uringhttp.Server{Handler: mux, Runtime: rt}
+//	srv := &uringhttp.Server{Handler: mux} // Serve uses ln's runtime
 //	go srv.Serve(ln)
 //	...
 //	srv.Shutdown(ctx)

@@ -1,14 +1,10 @@
 package uringhttp
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/textproto"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -47,24 +43,6 @@ type protoError string
 
 func (e protoError) Error() string { return string(e) }
 
-// headEnd returns the length of the request head at the start of b (up to
-// and including the blank line that ends it), or -1 when it is not all
-// there. Lines end in LF, optionally preceded by CR.
-func headEnd(b []byte) int {
-	i := 0
-	for {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return -1
-		}
-		line := b[i : i+j]
-		i += j + 1
-		if i-j-1 > 0 && (len(line) == 0 || len(line) == 1 && line[0] == '\r') {
-			return i // a blank line after the request line
-		}
-	}
-}
-
 // parsed is a request head taken apart.
 type parsed struct {
 	req      *http.Request
@@ -77,14 +55,28 @@ type parsed struct {
 	rctx     *reqContext // the request's context
 }
 
-// hasToken reports whether the comma-separated list v holds token,
-// ASCII case-insensitively.
+// hasToken reports whether token (lower case) occurs in v, ASCII
+// case-insensitively, between the start or end of v, spaces, tabs and
+// commas: the rule net/http applies to one header value for Expect's
+// 100-continue and Connection's close and keep-alive, looser than a
+// comma-separated list's ("x 100-continue" holds it).
 func hasToken(v, token string) bool {
-	if v == "" {
+	n := len(token)
+	if n == 0 {
 		return false
 	}
-	return headerValuesContainsToken([]string{v}, token)
+	for i := 0; i+n <= len(v); i++ {
+		if i > 0 && !isTokenBoundary(v[i-1]) || i+n < len(v) && !isTokenBoundary(v[i+n]) {
+			continue
+		}
+		if tokenEqual(v[i:i+n], token) {
+			return true
+		}
+	}
+	return false
 }
+
+func isTokenBoundary(c byte) bool { return c == ' ' || c == ',' || c == '\t' }
 
 // trimLine drops the line end (LF or CRLF) of a line returned with it.
 func trimLine(l []byte) []byte {
@@ -202,8 +194,14 @@ func parseHead(ctx context.Context, s string, p *parsed, ustore *url.URL) error 
 		}
 	}
 	delete(h, "Host")
-	p.wantsCls = req.Close || headerValuesContainsToken(conn, "close")
-	p.want10KA = major == 1 && minor == 0 && headerValuesContainsToken(conn, "keep-alive")
+	// The response's rules read the first Connection value with
+	// hasToken, as net/http's do.
+	conn0 := ""
+	if len(conn) > 0 {
+		conn0 = conn[0]
+	}
+	p.wantsCls = req.Close || hasToken(conn0, "close")
+	p.want10KA = major == 1 && minor == 0 && hasToken(conn0, "keep-alive")
 	if ex, ok := h["Expect"]; ok && len(ex) > 0 {
 		p.expect = ex[0]
 	}
@@ -211,272 +209,6 @@ func parseHead(ctx context.Context, s string, p *parsed, ustore *url.URL) error 
 		p.hasBody = false
 	}
 	return nil
-}
-
-// transfer applies the Transfer-Encoding and Content-Length rules.
-func (p *parsed) transfer() error {
-	req, h := p.req, p.req.Header
-	if raw, present := h["Transfer-Encoding"]; present {
-		delete(h, "Transfer-Encoding")
-		if req.ProtoAtLeast(1, 1) {
-			if len(raw) != 1 {
-				return &unsupportedTEError{fmt.Sprintf("too many transfer encodings: %q", raw)}
-			}
-			if !strings.EqualFold(raw[0], "chunked") {
-				return &unsupportedTEError{fmt.Sprintf("unsupported transfer encoding: %q", raw[0])}
-			}
-			p.chunked = true
-		}
-	}
-	cls := h["Content-Length"]
-	if len(cls) > 1 {
-		first := textproto.TrimString(cls[0])
-		for _, ct := range cls[1:] {
-			if first != textproto.TrimString(ct) {
-				return protoError("http: message cannot contain multiple Content-Length headers")
-			}
-		}
-		h["Content-Length"] = []string{first}
-		cls = h["Content-Length"]
-	}
-	var n int64
-	if len(cls) > 0 {
-		cl := textproto.TrimString(cls[0])
-		if cl == "" {
-			return protoError("invalid empty Content-Length")
-		}
-		v, err := strconv.ParseUint(cl, 10, 63)
-		if err != nil {
-			return protoError("bad Content-Length")
-		}
-		n = int64(v)
-	}
-	switch {
-	case p.chunked:
-		delete(h, "Content-Length")
-		p.clen, p.hasBody = -1, true
-		req.ContentLength = -1
-		req.TransferEncoding = []string{"chunked"}
-	case len(cls) > 0:
-		p.clen, p.hasBody = n, n > 0
-		req.ContentLength = n
-	default:
-		delete(h, "Content-Length")
-		p.clen = 0
-	}
-	// Trailer
-	if vv, ok := h["Trailer"]; ok && p.chunked {
-		delete(h, "Trailer")
-		var tr http.Header
-		for _, v := range vv {
-			for _, f := range strings.Split(v, ",") {
-				f = textproto.TrimString(f)
-				if f == "" {
-					continue
-				}
-				k := http.CanonicalHeaderKey(f)
-				switch k {
-				case "Transfer-Encoding", "Trailer", "Content-Length":
-					return protoError("bad trailer key")
-				}
-				if tr == nil {
-					tr = make(http.Header)
-				}
-				tr[k] = nil
-			}
-		}
-		req.Trailer = tr
-	}
-	return nil
-}
-
-// parseHeader parses header lines up to the blank line, as net/textproto's
-// ReadMIMEHeader does.
-func parseHeader(s string) (http.Header, error) {
-	n := 0
-	for rest := s; ; {
-		var l string
-		l, rest = nextLine(rest)
-		if l == "" {
-			break
-		}
-		if l[0] != ' ' && l[0] != '\t' {
-			n++
-		}
-	}
-	h := make(http.Header, n)
-	if s != "" && (s[0] == ' ' || s[0] == '\t') {
-		l, _ := nextLine(s)
-		if len(l) > 80 {
-			return nil, protoError("message too large")
-		}
-		return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header initial line: %q", l))
-	}
-	if n == 0 {
-		return h, nil
-	}
-	strs := make([]string, n)
-	var kb [64]byte
-	for {
-		var kv string
-		kv, s = nextLine(s)
-		if kv == "" {
-			return h, nil
-		}
-		if strings.IndexByte(kv, ':') < 0 {
-			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", kv))
-		}
-		kv = trimOWS(kv)
-		// Continuation lines (obs-fold) are joined with one space.
-		if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-			buf := []byte(kv)
-			for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-				s = strings.TrimLeft(s, " \t")
-				buf = append(buf, ' ')
-				var l string
-				l, s = nextLine(s)
-				buf = append(buf, trimOWS(l)...)
-			}
-			kv = string(buf)
-		}
-		k, v, _ := strings.Cut(kv, ":")
-		key, ok := canonicalKey(k, kb[:0])
-		if !ok {
-			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
-		}
-		for i := 0; i < len(v); i++ {
-			if !validHeaderValueByte(v[i]) {
-				return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
-			}
-		}
-		value := strings.TrimLeft(v, " \t")
-		if vv := h[key]; vv == nil && len(strs) > 0 {
-			vv, strs = strs[:1:1], strs[1:]
-			vv[0] = value
-			h[key] = vv
-		} else {
-			h[key] = append(vv, value)
-		}
-	}
-}
-
-func trimOWS(s string) string {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	s = s[i:]
-	j := len(s)
-	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
-		j--
-	}
-	return s[:j]
-}
-
-// canonicalKey canonicalises a header key as textproto does: keys with a
-// space are kept as they are (and refused later by the server's check),
-// other invalid bytes fail. Common keys come without allocation.
-func canonicalKey(k string, buf []byte) (string, bool) {
-	if k == "" {
-		return "", false
-	}
-	upper, canon := true, true
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !validHeaderFieldByte(c) {
-			if c == ' ' {
-				return k, validKeyWithSpace(k)
-			}
-			return "", false
-		}
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			canon = false
-		}
-		upper = c == '-'
-	}
-	if canon {
-		if ck, ok := commonKeys[k]; ok {
-			return ck, true
-		}
-		return k, true
-	}
-	buf = append(buf, k...)
-	upper = true
-	for i, c := range buf {
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		} else if !upper && 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-		upper = c == '-'
-	}
-	if ck, ok := commonKeys[string(buf)]; ok {
-		return ck, true
-	}
-	return string(buf), true
-}
-
-func validKeyWithSpace(k string) bool {
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c != ' ' && !validHeaderFieldByte(c) {
-			return false
-		}
-	}
-	return true
-}
-
-var commonKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{"Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language", "Accept-Ranges",
-		"Authorization", "Cache-Control", "Cc", "Connection", "Content-Id", "Content-Language", "Content-Length",
-		"Content-Transfer-Encoding", "Content-Type", "Cookie", "Date", "Dkim-Signature", "Etag", "Expect", "Expires",
-		"From", "Host", "If-Modified-Since", "If-None-Match", "In-Reply-To", "Last-Modified", "Location",
-		"Message-Id", "Mime-Version", "Origin", "Pragma", "Received", "Referer", "Return-Path", "Server",
-		"Set-Cookie", "Subject", "To", "Transfer-Encoding", "Trailer", "Upgrade", "User-Agent", "Via",
-		"X-Forwarded-For", "X-Imforwards", "X-Powered-By", "Sec-Websocket-Key", "Sec-Websocket-Version",
-		"Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Keep-Alive", "Te", "Upgrade-Insecure-Requests",
-		"Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-Dest", "Dnt", "Range", "If-Match", "X-Requested-With",
-		"X-Real-Ip", "Forwarded", "Content-Encoding"} {
-		m[k] = k
-	}
-	return m
-}()
-
-// validHeaderFieldByte reports whether c is a token byte (RFC 9110).
-func validHeaderFieldByte(c byte) bool {
-	return c < 0x80 && tokenTable[c]
-}
-
-var tokenTable = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return
-}()
-
-// validHeaderValueByte: VCHAR, SP, HTAB, and obs-text (>= 0x80).
-func validHeaderValueByte(c byte) bool {
-	return c >= 0x80 || c == '\t' || 0x20 <= c && c < 0x7f
-}
-
-func validMethod(m string) bool {
-	if m == "" {
-		return false
-	}
-	for i := 0; i < len(m); i++ {
-		if !validHeaderFieldByte(m[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func internMethod(m string) string {

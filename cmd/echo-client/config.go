@@ -91,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.dialConcurrency, "dial-concurrency", 64, "connections dialled at once")
 	fs.DurationVar(&cfg.dialTimeout, "dial-timeout", 5*time.Second, "timeout of one dial")
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "server `pid` whose CPU time and context switches are measured (0: none)")
-	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped for cqes_per_enter (empty: none)")
+	fs.StringVar(&cfg.metricsURL, "metrics-url", "", "Prometheus `url` of the server, scraped at the window's edges for its SQEs and CQEs per message and cqes_per_enter (empty: none)")
 	fs.StringVar(&cfg.engine, "engine", "auto", "client engine: uring (all connections on one uringrt loop, callback API), net (a goroutine per connection on Go's net), or auto (uring where io_uring works)")
 	fs.StringVar(&cfg.network, "network", "tcp", "tcp, or udp: each connection a connected UDP socket, each message one datagram (a uringrt PacketConn with -engine uring/auto, Go's net with -engine net)")
 	fs.Float64Var(&cfg.rate, "rate", 0, "open loop: send this many `msgs/s` in total, evenly spaced over the connections, whatever the server does; latency counts from each message's scheduled time (0: closed loop)")

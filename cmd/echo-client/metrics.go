@@ -11,8 +11,12 @@ import (
 	"time"
 )
 
-// Counters whose ratio is reported as cqes_per_enter.
+// The server's ring counters the client scrapes at the window's edges:
+// CQEs over enters is reported as cqes_per_enter, SQEs and CQEs over the
+// window's messages as server_sqes_per_msg and server_cqes_per_msg (zero
+// when the server's readers waited in Go's netpoller, not on its rings).
 const (
+	metricSQEs   = "uringrt_sqes_submitted_total"
 	metricCQEs   = "uringrt_cqes_reaped_total"
 	metricEnters = "uringrt_enter_calls_total"
 )

@@ -233,7 +233,7 @@ func takeSample(ctx context.Context, cfg config, s *runState, workers []*worker)
 		sm.proc, sm.procErr = readProc(cfg.serverPID)
 	}
 	if cfg.metricsURL != "" {
-		sm.metrics, sm.metErr = scrape(context.WithoutCancel(ctx), cfg.metricsURL, metricCQEs, metricEnters)
+		sm.metrics, sm.metErr = scrape(context.WithoutCancel(ctx), cfg.metricsURL, metricSQEs, metricCQEs, metricEnters)
 	}
 	return sm
 }
@@ -281,11 +281,16 @@ func summarize(cfg config, s *runState, workers []*worker, start, end sample, lo
 	if cfg.metricsURL != "" {
 		if err := firstErr(start.metErr, end.metErr); err != nil {
 			logf("warning: metrics from %s: %v", cfg.metricsURL, err)
-		} else if d := end.metrics[metricEnters] - start.metrics[metricEnters]; d > 0 {
-			v := (end.metrics[metricCQEs] - start.metrics[metricCQEs]) / d
-			sum.CQEsPerEnter = &v
 		} else {
-			logf("warning: %s did not grow during the window at %s", metricEnters, cfg.metricsURL)
+			delta := func(name string) float64 { return end.metrics[name] - start.metrics[name] }
+			sqes, cqes := delta(metricSQEs)/float64(msgs), delta(metricCQEs)/float64(msgs)
+			sum.ServerSQEs, sum.ServerCQEs = &sqes, &cqes
+			if d := delta(metricEnters); d > 0 {
+				v := delta(metricCQEs) / d
+				sum.CQEsPerEnter = &v
+			} else {
+				logf("warning: %s did not grow during the window at %s", metricEnters, cfg.metricsURL)
+			}
 		}
 	}
 	return sum

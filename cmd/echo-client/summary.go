@@ -23,6 +23,8 @@ type summary struct {
 	ClientCPU    *int64   `json:"client_cpu_ns_per_msg,omitempty"`
 	ServerCPU    *int64   `json:"server_cpu_ns_per_msg,omitempty"`
 	ServerCtxsw  *float64 `json:"server_ctxsw_per_1k,omitempty"`
+	ServerSQEs   *float64 `json:"server_sqes_per_msg,omitempty"`
+	ServerCQEs   *float64 `json:"server_cqes_per_msg,omitempty"`
 	CQEsPerEnter *float64 `json:"cqes_per_enter,omitempty"`
 	Msgs         uint64   `json:"msgs"`
 	DurationS    float64  `json:"duration_s"`
@@ -58,6 +60,9 @@ func (s *summary) write(w io.Writer, asJSON bool) error {
 	}
 	if s.ServerCtxsw != nil {
 		fmt.Fprintf(&b, " server_ctxsw_per_1k=%.2f", *s.ServerCtxsw)
+	}
+	if s.ServerSQEs != nil {
+		fmt.Fprintf(&b, " server_sqes_per_msg=%.3f server_cqes_per_msg=%.3f", *s.ServerSQEs, *s.ServerCQEs)
 	}
 	if s.CQEsPerEnter != nil {
 		fmt.Fprintf(&b, " cqes_per_enter=%.2f", *s.CQEsPerEnter)

@@ -34,7 +34,8 @@ type Proxy struct {
 	DialWait  time.Duration // bound on each upstream dial
 }
 
-// pair is the two connections of one proxied session.
+// pair is the two connections of one proxied client: the accepted one and
+// its upstream.
 type pair struct {
 	p      *Proxy
 	client *uringrt.CallbackConn

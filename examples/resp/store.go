@@ -34,7 +34,7 @@ type shard struct {
 
 // entry is a value; expire is the Unix time in nanoseconds at which it
 // expires, 0 for never. lent says that a paced MGET reply holds val
-// (server.go's mgetRest), so val is never written in place again: a new
+// (pace.go's mgetRest), so val is never written in place again: a new
 // value gets new memory.
 type entry struct {
 	val    []byte
