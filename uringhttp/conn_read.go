@@ -88,6 +88,10 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	h.mu.Lock()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			h.takeoverData(c, data)
+			return
+		}
 		h.hj.feed(data)
 		h.mu.Unlock()
 		return
@@ -229,6 +233,9 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	}
 	h.signal()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			return h.takeoverEOF(c)
+		}
 		h.hj.eof()
 		h.mu.Unlock()
 		return true
@@ -297,6 +304,9 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	h.mu.Unlock()
 	if rctx != nil {
 		rctx.cancel(context.Canceled)
+	}
+	if hj != nil && hj.tk != nil {
+		h.takeoverClose(c, err)
 	}
 	sh.s.track(h, false)
 	if rep {

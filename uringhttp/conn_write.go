@@ -90,7 +90,11 @@ func (sh *srvHandler) OnDrained(c *uringrt.CallbackConn) {
 	h.mu.Lock()
 	h.drains.Add(1)
 	h.signal()
+	tk := h.hj != nil && h.hj.tk != nil
 	h.mu.Unlock()
+	if tk {
+		h.takeoverDrained(c)
+	}
 }
 
 var errWriteTimeout = &net.OpError{Op: "write", Net: "tcp", Err: timeoutError{}}

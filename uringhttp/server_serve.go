@@ -113,7 +113,8 @@ func (s *Server) track(h *hconn, add bool) {
 
 // Shutdown stops accepting, closes idle connections, and waits for the
 // requests in flight to be answered and their connections to close, as
-// http.Server's does; hijacked connections are not waited for. If ctx ends
+// http.Server's does; hijacked connections are not waited for, taken-over
+// ones are (TakeOverShutdowner). If ctx ends
 // first it returns ctx.Err() (the connections left are not closed: Close
 // does that); otherwise the first error closing a listener returned, or
 // nil.
@@ -156,7 +157,7 @@ func (s *Server) RegisterOnShutdown(f func()) {
 }
 
 // Close closes the listeners and every connection at once (hijacked ones
-// excepted); requests in flight see their context cancelled, and their
+// excepted, taken-over ones included); requests in flight see their context cancelled, and their
 // writes fail with net.ErrClosed. It returns the first error closing a
 // listener returned, or nil.
 func (s *Server) Close() error {
@@ -171,7 +172,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, h := range conns {
 		h.mu.Lock()
-		hj, rctx := h.hj != nil, h.rctx
+		hj, rctx := h.hj != nil && h.hj.tk == nil, h.rctx
 		if !hj {
 			// With the context read under the same lock: a request
 			// starting now sees killed and cancels its own (serveOne).
@@ -236,8 +237,16 @@ func (s *Server) closeIdle() bool {
 		// that a head the loop completes meanwhile is served or dropped,
 		// never both.
 		h.mu.Lock()
-		if h.hj != nil || h.closed {
+		if (h.hj != nil && h.hj.tk == nil) || h.closed {
 			h.mu.Unlock()
+			continue
+		}
+		if h.hj != nil {
+			// Taken over (a websocket on the loop): its handler's shutdown.
+			h.mu.Unlock()
+			if h.takeoverShutdown() {
+				quiet = false // until its OnClose
+			}
 			continue
 		}
 		ph := h.phase.Load()
