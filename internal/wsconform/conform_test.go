@@ -17,7 +17,8 @@ type target struct {
 func targets() []target {
 	return []target{
 		{"gorilla/net-http", false, func(t *testing.T) string { return serveStd(t, gorillaEcho(true)) }},
-		{"gorilla/uringhttp", true, func(t *testing.T) string { return serveUringhttp(t, gorillaEcho(true)) }},
+		{"uringws/uringhttp", true, func(t *testing.T) string { return serveUringhttp(t, uringwsEcho()) }},
+		{"uringws/net-http", true, func(t *testing.T) string { return serveStd(t, uringwsEcho()) }},
 	}
 }
 
