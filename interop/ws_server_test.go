@@ -15,6 +15,11 @@ import (
 // wsEcho serves the interop server, and extra's handlers on their paths,
 // and returns its ws:// base URL.
 func wsEcho(t *testing.T, extra map[string]http.HandlerFunc) string {
+	return "ws" + strings.TrimPrefix(serveUring(t, wsHandler(extra)), "http")
+}
+
+// wsHandler is the interop server's handler.
+func wsHandler(extra map[string]http.HandlerFunc) http.Handler {
 	up := &uringws.Upgrader{EnableCompression: true, MaxMessageSize: 8 << 20, CheckOrigin: func(*http.Request) bool { return true }}
 	echo := uringws.HandlerFuncs{Message: func(c *uringws.Conn, mt uringws.MessageType, data []byte) {
 		c.WriteMessage(mt, data)
@@ -22,7 +27,7 @@ func wsEcho(t *testing.T, extra map[string]http.HandlerFunc) string {
 	closer := uringws.HandlerFuncs{Message: func(c *uringws.Conn, _ uringws.MessageType, _ []byte) {
 		c.Close(4001, "bye")
 	}}
-	base := serveUring(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := extra[r.URL.Path]; h != nil {
 			h(w, r)
 			return
@@ -32,6 +37,5 @@ func wsEcho(t *testing.T, extra map[string]http.HandlerFunc) string {
 			h = closer
 		}
 		up.Upgrade(w, r, h)
-	}))
-	return "ws" + strings.TrimPrefix(base, "http")
+	})
 }
