@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	ts := targets()
 	for _, tg := range ts {
 		addr := tg.start(t)
-		results[tg.name] = Run(Config{Addr: addr, Parallel: 8}, cases)
+		results[tg.name] = Run(Config{Addr: addr, Parallel: 16}, cases)
 		t.Logf("%s:\n%s", tg.name, Summary(results[tg.name]))
 	}
 	base := results[ts[0].name]
