@@ -6,8 +6,8 @@ import (
 )
 
 // TestHotFieldsShareALine keeps what a net.Conn Read touches on every call
-// in the first cache line of netFD and of connIO (BENCHMARKS.md, "net.Conn
-// flat out"): with a thousand connections, each line is a cache miss.
+// in the first cache line of netFD and of connIO (BENCHMARKS.md, "The net.Conn
+// drop-in against Go's net"): with a thousand connections, each line is a cache miss.
 func TestHotFieldsShareALine(t *testing.T) {
 	var n netFD
 	var c connIO

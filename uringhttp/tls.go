@@ -229,3 +229,13 @@ func (h *hconn) requestTLS(req *http.Request) {
 		req.TLS = &st
 	}
 }
+
+// listen listens on addr with s.Runtime (and s.DeferAccept).
+func (s *Server) listen(addr string) (net.Listener, error) {
+	rt, err := s.runtime()
+	if err != nil {
+		return nil, err
+	}
+	lc := &uringrt.ListenConfig{Runtime: rt, DeferAccept: s.DeferAccept}
+	return lc.Listen(context.Background(), "tcp", addr)
+}

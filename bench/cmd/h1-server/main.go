@@ -50,6 +50,7 @@ func main() {
 	deferAccept := flag.Duration("defer-accept", 0, "uringhttp: Server.DeferAccept (TCP_DEFER_ACCEPT on its listener; 0 = off, the default)")
 	offLoop := flag.Bool("off-loop", false, "uringhttp: Server.OffLoopHandlers (every handler on the server's goroutines, none on the loop)")
 	useTLS := flag.Bool("tls", false, "serve HTTPS (a self-signed ECDSA P-256 certificate; uringhttp, nethttp, nethttp-uring, nbhttp), HTTP/1.1 only")
+	rht := flag.Duration("read-header-timeout", 10*time.Second, "uringhttp and nethttp: Server.ReadHeaderTimeout (0 = none)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -77,14 +78,14 @@ func main() {
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
+	ctx, stop := benchsrv.SignalContext()
+	defer stop()
+	go statsOnUSR1()
 	tlsCfg, nbCfg, err := tlsConfigs()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "h1-server: %v\n", err)
 		os.Exit(1)
 	}
-	ctx, stop := benchsrv.SignalContext()
-	defer stop()
-	go statsOnUSR1()
 	switch *server {
 	case "uringhttp":
 		var rt *uringrt.Runtime
@@ -95,7 +96,7 @@ func main() {
 			break
 		}
 		// ListenAndServe, as a user would.
-		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
+		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: *rht, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
 		go func() { <-ctx.Done(); srv.Close() }()
 		if *useTLS {
 			srv.TLSConfig = tlsCfg
@@ -122,7 +123,7 @@ func main() {
 		if ln, closeLn, err = benchsrv.Listen(backend, *addr, n); err != nil {
 			break
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: *rht}
 		go func() { <-ctx.Done(); srv.Close() }()
 		if *useTLS {
 			srv.TLSConfig = tlsCfg
