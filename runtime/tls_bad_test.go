@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -157,6 +158,16 @@ func TestTLSTrickledHellos(t *testing.T) {
 	trickleHellos(t, 200, 20*time.Millisecond, 600*time.Millisecond)
 }
 
+// TestTLSTrickledHellosHeavy is TestTLSTrickledHellos at scale: 9,000
+// ClientHellos a byte a second (client and server in this process: 9,000
+// is what the 20,000-descriptor limit leaves), a 5 s handshake timeout.
+func TestTLSTrickledHellosHeavy(t *testing.T) {
+	if os.Getenv("URINGRT_TLS_HEAVY") == "" {
+		t.Skip("set URINGRT_TLS_HEAVY=1 (9,000 connections; .ci/run does, without -race)")
+	}
+	trickleHellos(t, 9000, time.Second, 5*time.Second)
+}
+
 // trickleHellos runs n connections that each send the start of a real
 // ClientHello a byte every gap, against a handshake timeout of timeout.
 func trickleHellos(t *testing.T, n int, gap, timeout time.Duration) {
@@ -174,6 +185,9 @@ func trickleHellos(t *testing.T, n int, gap, timeout time.Duration) {
 	ln := serveCB(t, rt, h)
 	hello := clientHello(t, ccfg)
 	base := runtime.NumGoroutine()
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var maxG atomic.Int64
@@ -205,6 +219,11 @@ func trickleHellos(t *testing.T, n int, gap, timeout time.Duration) {
 			maxG.Store(g)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	if per := (int64(ms1.HeapInuse) - int64(ms0.HeapInuse)) / int64(n); per > 16<<10 {
+		t.Errorf("%d heap bytes per trickling connection (client and server), over 16 KiB", per)
 	}
 	if !relWaitFor(60*time.Second, func() bool { return closedN.Load() == int64(n) }) {
 		t.Fatalf("%d of %d trickling connections closed", closedN.Load(), n)

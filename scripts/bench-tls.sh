@@ -7,6 +7,7 @@
 # `flock /tmp/uringrt-bench.lock`; prints medians and ratios.
 #
 #   scripts/bench-tls.sh                         # ROUNDS=5 DUR=5
+#   flock /tmp/uringrt-bench.lock env NOLOCK=1 scripts/bench-tls.sh   # the lock once for the run
 #   WORKLOADS=ka SERVERS="uringhttp nethttp" scripts/bench-tls.sh
 #
 # Workloads (pinned: the server on CPU 0 with GOMAXPROCS=1 and one loop or
@@ -17,7 +18,7 @@
 #   idle   IDLE_CONNS (15,000) idle keep-alive connections after one request
 #          each (bench/cmd/h1-idle -tls, Go's TLS 1.3 client): the server's
 #          RSS per connection and goroutines, read after a GC (SIGUSR1)
-# Environment: WORKLOADS SERVERS ROUNDS DUR IDLE_CONNS PORT OUT
+# Environment: WORKLOADS SERVERS ROUNDS DUR IDLE_CONNS PORT OUT NOLOCK (1: the caller holds the lock)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORKLOADS=${WORKLOADS:-ka close idle}
@@ -100,7 +101,7 @@ for w in $WORKLOADS; do
 			[[ $w == idle && $s == *@* ]] && continue
 			export -f one start_server cleanup wait_port cpu_ticks
 			export OUT PORT DUR IDLE_CONNS RAW CLK SPID
-			flock "$LOCK" bash -c "one $w $s $r"
+			if [[ ${NOLOCK:-} == 1 ]]; then one "$w" "$s" "$r"; else flock "$LOCK" bash -c "one $w $s $r"; fi
 			sleep 1
 		done
 	done
