@@ -25,6 +25,10 @@ import (
 //     only; elsewhere they return ErrNotInCallback (InboundBuffered 0).
 //   - SetValue, Value: in this connection's callbacks, or with the
 //     caller's own synchronization.
+//   - StartTLS (TLS server, crypto/tls doing the protocol; OnData then
+//     gets plaintext and every write is sealed on the loop): in its OnOpen
+//     or OnData; TLSConn in a callback after the handshake;
+//     TLSConnectionState anywhere. See StartTLS for what TLS costs.
 type CallbackConn struct {
 	fd *netFD
 	h  Handler
