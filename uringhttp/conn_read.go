@@ -22,6 +22,15 @@ func (h *hconn) appendIn(data []byte) {
 		n := copy(h.in, h.in[h.r:])
 		h.in, h.r = h.in[:n], 0
 	}
+	if need := len(h.in) + len(data); need > cap(h.in) {
+		// Past the pooled 4 KiB, once to what reading holds at most
+		// (inHighWater and a receive), not by doubling: a body that
+		// streams then holds one buffer and leaves no trail of garbage.
+		b := make([]byte, len(h.in), max(need, inHighWater+inRecvMax))
+		copy(b, h.in)
+		putBuf(h.in)
+		h.in = b
+	}
 	h.in = append(h.in, data...)
 }
 
