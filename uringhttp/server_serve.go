@@ -237,12 +237,11 @@ func (s *Server) closeIdle() bool {
 		// that a head the loop completes meanwhile is served or dropped,
 		// never both.
 		h.mu.Lock()
-		if (h.hj != nil && h.hj.tk == nil) || h.closed {
+		if h.hj != nil && h.hj.tk == nil || h.closed {
 			h.mu.Unlock()
 			continue
 		}
-		if h.hj != nil {
-			// Taken over (a websocket on the loop): its handler's shutdown.
+		if h.hj != nil { // taken over (a websocket): its handler says goodbye
 			h.mu.Unlock()
 			if h.takeoverShutdown() {
 				quiet = false // until its OnClose
