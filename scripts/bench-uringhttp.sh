@@ -12,6 +12,10 @@
 #   WORKLOADS="ka-13 close" SERVERS="uringhttp fasthttp" WRITE=0 scripts/bench-uringhttp.sh
 #   IDLE=0 scripts/bench-uringhttp.sh              # without the idle-connection RSS part
 #   BIN_old=/tmp/h1-server-main SERVERS="uringhttp uringhttp@old nethttp" scripts/bench-uringhttp.sh
+#   SERVERS="uringhttp nethttp nethttp@aa fasthttp nginx" WORKLOADS="ka-13 close" scripts/bench-uringhttp.sh
+#
+# nginx is Debian's (apt-get install nginx), run as one process with one
+# worker (master_process off) answering the same body with "return 200".
 #
 # A server written NAME@LABEL is server NAME run from the binary $BIN_LABEL
 # (another build, to A/B it in the same alternating rounds) with the extra
@@ -74,6 +78,26 @@ start_server() {
 		local b=BIN_${1#*@} f=FLAGS_${1#*@}
 		bin=${!b:-$bin}
 		read -r -a flags <<<"${!f:-}"
+	fi
+	if [[ $name == nginx ]]; then
+		# Debian's nginx, one process (master_process off: the worker is
+		# the process whose CPU is counted), the same answer.
+		command -v nginx >/dev/null || { echo "bench-uringhttp.sh: nginx not installed (apt-get install nginx)" >&2; exit 2; }
+		local body
+		body=$(head -c "$2" /dev/zero | tr '\0' x)
+		[[ $2 == 13 ]] && body='Hello, World!'
+		mkdir -p "$OUT/nginx"
+		cat >"$OUT/nginx/nginx.conf" <<-CONF
+			daemon off; master_process off; worker_processes 1; pid $OUT/nginx/pid; error_log $OUT/nginx/error.log;
+			events { worker_connections 20000; }
+			http { access_log off; keepalive_requests 100000000; keepalive_timeout 75s;
+			  client_body_temp_path $OUT/nginx; proxy_temp_path $OUT/nginx; fastcgi_temp_path $OUT/nginx; uwsgi_temp_path $OUT/nginx; scgi_temp_path $OUT/nginx;
+			  server { listen 127.0.0.1:$PORT; location / { default_type text/plain; return 200 '$body'; } } }
+		CONF
+		"${srv[@]}" nginx -c "$OUT/nginx/nginx.conf" -p "$OUT/nginx" >>"$OUT/servers.log" 2>&1 &
+		SPID=$!
+		wait_port
+		return
 	fi
 	GOMAXPROCS=$gmp "${srv[@]}" "$bin" -server "$name" -addr "127.0.0.1:$PORT" -size "$2" -loops $loops "${flags[@]}" >>"$OUT/servers.log" 2>&1 &
 	SPID=$!
