@@ -62,6 +62,43 @@ func (l *loop) stopCB() {
 	}
 }
 
+// cbPending reports whether the callback API has work for this iteration
+// that must not wait for the loop's sleep: functions of RunOnLoop still
+// queued, or an idle sweep the sweeper asked for.
+func (l *loop) cbPending() bool { return !l.inl.empty() || l.idle.due }
+
+// prepCB fills sqe for an op of the callback API (prep).
+func (l *loop) prepCB(sqe *netpoll.SQE, o *op) {
+	switch o.kind {
+	case opCBRecv:
+		l.prepCBRecv(sqe, o)
+	case opCBSend:
+		prepCBSend(sqe, o)
+	case opAcceptCB:
+		l.prepAccept(sqe, o)
+	case opTimer:
+		sqe.PrepTimeout(&o.ts, 0, false)
+	case opCBLinger:
+		o.cc.prepLinger(sqe, o)
+	}
+}
+
+// completeCB runs the completion of an op of the callback API (complete).
+func (l *loop) completeCB(o *op) {
+	switch o.kind {
+	case opCBRecv:
+		o.cc.onRecv(o)
+	case opCBSend:
+		o.cc.onSend(o)
+	case opAcceptCB:
+		o.ln.onAccept(l, o)
+	case opTimer:
+		o.ln.onTimer(l, o)
+	case opCBLinger:
+		o.cc.onLinger(o)
+	}
+}
+
 // handleCB handles a request of the callback API (drainQueue).
 func (l *loop) handleCB(r *request) {
 	switch r.kind {

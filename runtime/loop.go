@@ -47,6 +47,8 @@ type loop struct {
 	batchAvg16  int            // EWMA of CQEs per wake-up, in sixteenths
 	holdPMissed bool           // the last wait kept the P (DedicatedLoops) and timed out empty
 	waitedEmpty bool           // the last wait ended with no CQE: skip the idle poll
+	lastTrim    int64          // monoNow of the last drop of the pools' free buffers (noteIdle)
+	trimTick    uint32         // iterations, so that a busy loop reads the clock for noteIdle once in 64
 	polls       int            // armed polls (parked net.Conn readers and writers)
 	handedOff   bool           // the last batch yielded the P (loop_yield.go)
 	runq        *runnableProbe // nil: never yield for stranded goroutines
@@ -79,20 +81,9 @@ type loop struct {
 // -> wake the goroutines of that batch.
 func (l *loop) run() { l.runFrom(false, nil) }
 
-// runFrom runs the loop. A takeover's goroutine first hands queued
-// functions off the loop (callback_inline_run.go): all of them (spill: the
-// function that lost the loop blocked), or those of stolen's connection,
-// which must wait for it.
-func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
-	if haveCurG {
-		// A takeover's goroutine first of all (callback_inline_run.go).
-		l.inl.g.Store(curG())
-	}
-	if spill {
-		l.spillInline(nil)
-	} else if stolen != nil {
-		l.spillInline(stolen)
-	}
+// iterate runs the loop's iterations until it exits, or until another
+// goroutine runs the loop (a takeover: runFrom, callback_inline_run.go).
+func (l *loop) iterate() {
 	idle := loopIdleWait
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
@@ -115,7 +106,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && l.inl.empty() && !l.idle.due && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.cbPending() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -170,6 +161,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		// A wait that ended with nothing (the 1 s idle timeout): the loop
 		// is idle, so it sleeps again without polling first.
 		l.waitedEmpty = minC > 0 && n == 0
+		l.noteIdle(n) // outq.go
 		if minC > 0 {
 			l.noteBatch(n)
 		}

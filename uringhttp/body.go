@@ -12,7 +12,7 @@ import (
 // body is a request's Body: it reads the connection's input as it
 // arrives, decoding chunked encoding, while the loop appends to that input
 // and pauses reading when the handler falls 64 KiB behind, so that an
-// upload of any size holds at most that much memory.
+// upload of any size holds at most that much memory and one receive's.
 type body struct {
 	h       *hconn
 	w       *response

@@ -175,3 +175,47 @@ func TestShutdownClosesPartialSecondHead(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadInputBounded: an upload to a slow handler holds one input
+// buffer of the documented size at most (inHighWater unread, when reading
+// pauses, and what the last receive brought).
+func TestUploadInputBounded(t *testing.T) {
+	var most atomic.Int64
+	done := make(chan int64, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.(*response).h
+		buf := make([]byte, 64<<10)
+		var n int64
+		for {
+			k, err := io.ReadFull(r.Body, buf)
+			n += int64(k)
+			h.mu.Lock()
+			if c := int64(cap(h.in)); c > most.Load() {
+				most.Store(c)
+			}
+			h.mu.Unlock()
+			if err != nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		done <- n
+	})})
+	c := dialT(t, addr)
+	const size = 16 << 20
+	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n")
+	chunk := make([]byte, 1<<20)
+	for sent := 0; sent < size; sent += len(chunk) {
+		c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := <-done; n != size {
+		t.Fatalf("the handler read %d bytes, want %d", n, size)
+	}
+	t.Logf("largest input buffer: %d bytes", most.Load())
+	if m := most.Load(); m > inHighWater+inRecvMax {
+		t.Fatalf("an upload's input buffer reached %d bytes, want <= %d", m, inHighWater+inRecvMax)
+	}
+}

@@ -42,8 +42,8 @@ type hconn struct {
 
 	rctx  *reqContext     // the context of the request in flight (mu)
 	body  *body           // its body, or nil (mu)
-	since atomic.Int64    // coarse ns when the phase began
-	reqAt atomic.Int64    // coarse ns when the request in flight was read
+	since atomic.Int64    // monotonic ns when the phase began (timeouts.go)
+	reqAt atomic.Int64    // monotonic ns when the request in flight was read
 	ctx   context.Context // connection context (ConnContext), lazily
 	raddr string
 	hc    *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
@@ -86,6 +86,7 @@ const (
 const (
 	inHighWater = 64 << 10 // pause reading when this much input waits
 	inLowWater  = 16 << 10 // and resume under this
+	inRecvMax   = 64 << 10 // what one receive may bring past the mark (a bundle of provided buffers)
 	outFlushAt  = 4 << 10  // connection-level output buffer, as net/http's bufio.Writer
 )
 

@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -20,6 +21,15 @@ func (h *hconn) appendIn(data []byte) {
 	} else if h.r > 0 && len(h.in)+len(data) > cap(h.in) && h.r >= len(h.in)/2 {
 		n := copy(h.in, h.in[h.r:])
 		h.in, h.r = h.in[:n], 0
+	}
+	if need := len(h.in) + len(data); need > cap(h.in) {
+		// Past the pooled 4 KiB, once to what reading holds at most
+		// (inHighWater and a receive), not by doubling: a body that
+		// streams then holds one buffer and leaves no trail of garbage.
+		b := make([]byte, len(h.in), max(need, inHighWater+inRecvMax))
+		copy(b, h.in)
+		putBuf(h.in)
+		h.in = b
 	}
 	h.in = append(h.in, data...)
 }
@@ -138,7 +148,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		h.mu.Unlock()
 		return
 	}
-	p, n, err := sh.parse(h, data)
+	p, n, err := sh.parse(h, data, true)
 	h.kept = 0
 	if err == errIncomplete {
 		if !own {
@@ -151,6 +161,17 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	if !own {
 		c.Discard(-1) // all taken: the rest, if any, is copied below
+	}
+	if err == errBigHead {
+		// Its parse would hold the loop's other connections up for
+		// milliseconds: the goroutine that serves it parses it.
+		if !own {
+			h.appendIn(data)
+		}
+		h.busy = true
+		h.mu.Unlock()
+		go h.parseAndServe()
+		return
 	}
 	if err != nil {
 		h.dead = true
@@ -170,9 +191,34 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	sh.s.dispatch(c, p)
 }
 
+// bigHeadOnLoop is the largest head parsed on the loop (bytes): a
+// larger one (about half a millisecond of parsing and more) is parsed by
+// the goroutine that serves it.
+const bigHeadOnLoop = 64 << 10
+
+// errBigHead: the head is complete and over bigHeadOnLoop.
+var errBigHead = errors.New("uringhttp: request head to parse off the loop")
+
+// parseAndServe parses the head at the start of the connection's input
+// and serves it (a goroutine of its own, busy set).
+func (h *hconn) parseAndServe() {
+	h.mu.Lock()
+	w, n, err := h.srv.parse(h, h.in[h.r:], false)
+	if err != nil {
+		h.failInFlight(err)
+		h.reportClosed()
+		return
+	}
+	h.consumed(n)
+	h.setPhase(phaseActive)
+	h.mu.Unlock()
+	h.serve(w)
+}
+
 // parse parses the head at the start of data (mu held): the request, the
-// head's length, or errIncomplete, or the error to answer.
-func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
+// head's length, or errIncomplete, or the error to answer; onLoop: a
+// complete head over bigHeadOnLoop is left unparsed, errBigHead.
+func (sh *srvHandler) parse(h *hconn, data []byte, onLoop bool) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
 	from := int(h.scan)
 	if from > len(data) {
@@ -192,6 +238,9 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
+	}
+	if onLoop && n > bigHeadOnLoop {
+		return nil, 0, errBigHead
 	}
 	w := getResponse()
 	p := &w.p

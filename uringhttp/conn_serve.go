@@ -142,7 +142,7 @@ func (h *hconn) serveLoop(w *response) {
 		}
 		if h.buffered() > 0 {
 			h.post = false
-			next, n, err := h.srv.parse(h, h.in[h.r:])
+			next, n, err := h.srv.parse(h, h.in[h.r:], false)
 			if err == nil {
 				h.consumed(n)
 				h.setPhase(phaseActive)

@@ -14,7 +14,7 @@ import (
 // the ConnState and ConnContext hooks get). Its reads take the bytes the
 // loop received (OnData appends them; reading pauses when 64 KiB wait
 // unread), its writes go through the connection's output queue and block
-// while it is full.
+// while it holds Server.MaxQueuedOutput, as a socket's do.
 type hijackConn struct {
 	h       *hconn
 	rdTimer *time.Timer

@@ -23,7 +23,7 @@ static struct opts *O;
 static uint8_t *pat;
 static conn_t *cs;
 static int ep, nopen, nready, nconnecting, nextconn;
-static uint64_t hist[NBUCKET], nmsg, mismatches, ioerrs, deflated;
+static uint64_t hist[NBUCKET], nmsg, mismatches, ioerrs, negotiated, compressed;
 static int measuring;
 static uint64_t bsent, bdone, *bts; /* broadcast: published, completed, send times */
 static uint32_t *bcnt;              /* broadcast: receivers of each in-flight seq */
@@ -151,7 +151,7 @@ static void opened(conn_t *c) {
 static void on_message(conn_t *c, const uint8_t *p, uint64_t n, int rsv1) {
     uint64_t now = now_ns();
     if (O->mode == MODE_IDLE) {
-        if (rsv1) deflated++;
+        if (rsv1) compressed++;
         if ((!rsv1 && (n != (uint64_t)O->size || memcmp(p, expect(c->idx, 0), n))) || (rsv1 && n == 0)) mismatches++;
         c->recvd++;
         nready++;
@@ -237,7 +237,7 @@ static void on_readable(conn_t *c) {
             if (!end) continue;
             if (c->rxlen < 12 || memcmp(c->rx, "HTTP/1.1 101", 12)) { die_conn(c); return; }
             uint32_t hl = end + 4 - c->rx;
-            if (O->deflate && memmem(c->rx, hl, "permessage-deflate", 18)) deflated++;
+            if (O->deflate && memmem(c->rx, hl, "permessage-deflate", 18)) negotiated++;
             memmove(c->rx, c->rx + hl, c->rxlen - hl);
             c->rxlen -= hl;
             opened(c);
@@ -327,7 +327,8 @@ int run(struct opts *o) {
     if (ioerrs) { fprintf(stderr, "wsload: %lu connections failed\n", (unsigned long)ioerrs); return 1; }
     if (o->mode == MODE_IDLE) {
         while (nready < o->conns && now_ns() - t0 < 120e9) poll_once(100);
-        printf("READY %d deflate=%lu mismatches=%lu\n", nready, (unsigned long)deflated, (unsigned long)mismatches);
+        printf("READY %d deflate_negotiated=%lu compressed_echoes=%lu mismatches=%lu\n", nready,
+               (unsigned long)negotiated, (unsigned long)compressed, (unsigned long)mismatches);
         fflush(stdout);
         uint64_t end = now_ns() + (uint64_t)(o->secs * 1e9);
         while (now_ns() < end) poll_once(100);
@@ -344,9 +345,10 @@ int run(struct opts *o) {
     measuring = 0;
     double el = (now_ns() - s0) / 1e9, tick = sysconf(_SC_CLK_TCK);
     double srv = o->pid ? (proc_cpu_ticks(o->pid) - p0) / tick / el * 100 : -1;
-    printf("mode=%s conns=%d size=%d depth=%d msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f srv_cpu=%.0f cli_cpu=%.0f "
-           "mismatches=%lu ioerrs=%lu\n",
+    printf("mode=%s conns=%d size=%d depth=%d msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f srv_cpu=%.0f "
+           "srv_ns_per_msg=%.0f cli_cpu=%.0f mismatches=%lu ioerrs=%lu\n",
            o->mode == MODE_ECHO ? "echo" : "bcast", o->conns, o->size, o->depth, nmsg / el, pct(0.5), pct(0.99), srv,
+           nmsg && srv >= 0 ? srv / 100 * el * 1e9 / nmsg : -1,
            (self_cpu() - c0) / el * 100, (unsigned long)mismatches, (unsigned long)ioerrs);
     return mismatches || ioerrs || !nmsg ? 1 : 0;
 }

@@ -82,6 +82,22 @@ var attacks = map[string]func(m *meter) string{
 	// each, then idle: the server's RSS per connection after a collection,
 	// against before.
 	"burst": func(m *meter) string {
+		// First what any server that ran a while holds: 8 keep-alive
+		// connections send 1,000 requests each (a uringrt loop's provided
+		// buffers, 4 MiB, are all resident once its recvs have cycled
+		// through them: a cost per loop, not per connection).
+		warm := dialN(8, false)
+		for _, c := range warm {
+			br := bufio.NewReader(c)
+			for i := 0; i < 1000; i++ {
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				if resp, err := http.ReadResponse(br, nil); err == nil {
+					io.Copy(io.Discard, resp.Body)
+				}
+			}
+		}
+		closeAll(warm)
+		time.Sleep(3 * time.Second)
 		get("/_gc")
 		before := m.srv.rss()
 		n := orDefault(0, 2000)
@@ -164,6 +180,40 @@ var attacks = map[string]func(m *meter) string{
 		res := m.srv.sigterm()
 		closeAll(conns)
 		return strings.ReplaceAll(res, " ", "_")
+	},
+	// idle15k: (the server runs with IdleTimeout 60 s, ReadHeaderTimeout
+	// 10 s) n (15,000) keep-alive connections, one request each, then idle
+	// for d (10 s): the server's CPU while they are idle (each holds an
+	// armed timeout).
+	"idle15k": func(m *meter) string {
+		n := orDefault(0, 15000)
+		conns := dialN(n, false)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 200)
+		for _, c := range conns {
+			if c == nil {
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+					io.Copy(io.Discard, resp.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(time.Second)
+		c0 := m.srv.cpu()
+		d := durDefault(10 * time.Second)
+		time.Sleep(d)
+		idleCPU := (m.srv.cpu() - c0) / d.Seconds()
+		closeAll(conns)
+		return fmt.Sprintf("idle_cpu_ms_per_s=%.2f", idleCPU*1000)
 	},
 	// hijack: n (100) hijacked connections that never read while the
 	// server writes 1 MiB messages, for d (10 s).

@@ -40,7 +40,7 @@ var (
 
 func main() {
 	kind := flag.String("server", "uringhttp", "uringhttp or nethttp")
-	attack := flag.String("attack", "nonread", "nonread, slowread, slow1k, memback, upload4, burst, timeouts, pipeline, shutdown, hijack, upload200")
+	attack := flag.String("attack", "nonread", "nonread, slowread, slow1k, memback, upload4, burst, timeouts, pipeline, shutdown, hijack, upload200, idle15k")
 	serveMode := flag.Bool("serve", false, "run as the server process")
 	rht := flag.Duration("rht", 0, "server: ReadHeaderTimeout")
 	idle := flag.Duration("idle", 0, "server: IdleTimeout")
@@ -55,8 +55,11 @@ func main() {
 		fatal(fmt.Errorf("unknown attack %q", *attack))
 	}
 	args := []string{"-serve", "-server", *kind, "-addr", *addrFlag}
-	if *attack == "timeouts" {
+	switch *attack {
+	case "timeouts":
 		args = append(args, "-rht", "1s", "-idle", "2s")
+	case "idle15k":
+		args = append(args, "-rht", "10s", "-idle", "60s")
 	}
 	srv := startServer(args)
 	defer srv.stop()
