@@ -274,7 +274,7 @@ func (b *body) decode(p []byte) (int, error) {
 			if end < 0 {
 				return 0, nil
 			}
-			hdr, err := parseHeader(string(in[:end]))
+			hdr, _, err := parseHeader(string(in[:end]))
 			if err != nil {
 				return 0, err
 			}
