@@ -3,6 +3,7 @@ module github.com/uringrt/uringrt/bench
 go 1.26.0
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/lesismal/nbio v1.6.8
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/tidwall/redcon v1.6.4

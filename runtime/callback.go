@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/uringrt/uringrt/netpoll"
 )
@@ -114,6 +115,11 @@ type stdCB struct {
 	mu       sync.Mutex
 	tm       stdTimers  // its timers (callback_timer_std.go)
 	wmu      sync.Mutex // Write: one writer at a time (OnData holds it)
+
+	closing atomic.Bool   // Close began (std_close.go): writes return net.ErrClosed
+	closeTO time.Duration // Config.CloseTimeout
+	eofOnce sync.Once
+	cl      stdClose
 }
 
 func newCallbackConn(fd *netFD, h Handler) *CallbackConn {

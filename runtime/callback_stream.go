@@ -61,9 +61,10 @@ const (
 	// (2 MiB, about a core's L2 cache: past it they would no longer stay
 	// in cache, which is what stream mode is for); past it a connection
 	// stays on the multishot recv. It also bounds what streams that
-	// stopped hold while idle. A loop keeps every buffer it gave back
-	// for reuse, so it allocates at most streamMaxBufs of them in its
-	// life: lending one to a send and taking another makes no garbage.
+	// stopped hold while idle. A busy loop keeps every buffer it gave
+	// back for reuse, so it allocates at most streamMaxBufs of them while
+	// busy: lending one to a send and taking another makes no garbage.
+	// The free ones are dropped once a second (noteIdle).
 	streamMaxBufs = 64
 	// firstMaxBufs caps the stream buffers held by first recvs still
 	// waiting: connections that open and stay silent hold at most half of

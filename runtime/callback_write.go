@@ -43,11 +43,17 @@ var ErrWriteBufferFull = errors.New("uringrt: write buffer full")
 // net.Conn (blocking until written).
 func (c *CallbackConn) Write(p []byte) (int, error) {
 	if c.std != nil {
+		if c.sx.closing.Load() {
+			return 0, net.ErrClosed
+		}
 		if haveCurG && c.cbG.Load() == curG() {
 			return c.stdWrite(p) // OnData holds sx.wmu (stdOnData)
 		}
 		c.sx.wmu.Lock()
 		defer c.sx.wmu.Unlock()
+		if c.sx.closing.Load() {
+			return 0, net.ErrClosed // the Close came first (std_close.go)
+		}
 		return c.stdWrite(p)
 	}
 	if c.hold() {
@@ -342,7 +348,7 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 // It returns nil.
 func (c *CallbackConn) Close() error {
 	if c.std != nil {
-		return c.closeStd()
+		return c.closeStdGraceful()
 	}
 	if !c.blocking && c.hold() {
 		c.closeReq = true
@@ -358,7 +364,7 @@ func (c *CallbackConn) Close() error {
 // net.ErrClosed. It returns nil.
 func (c *CallbackConn) AsyncClose() error {
 	if c.std != nil {
-		return c.closeStd()
+		return c.closeStdGraceful()
 	}
 	if c.closeOnLoopInline() { // callback_inline_hold.go: a function of RunOnLoop
 		return nil

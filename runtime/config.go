@@ -84,8 +84,9 @@ type Config struct {
 	// Metrics turns on the per-connection counters that Runtime.Stats
 	// reads (bytes, pollable outcomes, accept errors, UDP datagrams) and
 	// the loops' per-iteration ring counters; false means no counting
-	// cost on the I/O paths. Package runtime/uringprom exports Stats to
-	// Prometheus.
+	// cost on the I/O paths (Runtime.EnableMetrics turns them on later).
+	// Package runtime/uringprom exports Stats to Prometheus; its Register
+	// turns them on.
 	Metrics bool
 	// Logger receives warnings (fallback to std, accept errors); nil means
 	// slog.Default().
@@ -144,8 +145,8 @@ type Config struct {
 	// the queue at MaxWriteBuffer/CloseTimeout or faster. 0 means
 	// DefaultCloseTimeout (10 s); < 0 waits for ever. The wait for the
 	// peer's FIN after the output is sent (CallbackConn.Close) ends by
-	// CloseTimeout too. io_uring backend (BackendStd closes at once, the
-	// kernel sending what it holds).
+	// CloseTimeout too. Both backends (BackendStd waits the same way,
+	// letting the Write under way finish first).
 	CloseTimeout time.Duration
 	// ReusePort makes every TCP Listen of this runtime a ListenConfig
 	// with ReusePort: a SO_REUSEPORT listening socket per loop, each loop

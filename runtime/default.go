@@ -14,7 +14,8 @@ var defaultRT struct {
 }
 
 // Default returns the package's default runtime (zero Config: BackendAuto,
-// GOMAXPROCS loops, no metrics), starting it on first use. It lives until
+// GOMAXPROCS loops, no metrics until EnableMetrics or uringprom.Register),
+// starting it on first use. It lives until
 // CloseDefault; the first use after that starts a new one. A missing
 // io_uring is no error (BackendAuto falls back to Go's net with one
 // warning). A shortage of descriptors or memory at the first use (EMFILE

@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uringrt/uringrt/netpoll"
 )
 
@@ -41,18 +39,16 @@ type loop struct {
 	cqes        []netpoll.CQE
 	wakes       []*pollDesc
 	opWakes     []*op
-	dirty       []*CallbackConn
 	bufRing     *netpoll.BufRing
-	bundles     bool                // callback recvs take bundles (op_cb.go)
-	bundleBufs  []netpoll.BundleBuf // scratch: one bundle CQE's buffers
-	streamBufs  [][]byte            // free stream-mode recv buffers (callback_stream.go)
-	streamLive  int                 // stream-mode recv buffers out of streamBufs
+	bundles     bool // callback recvs take bundles (op_cb.go)
 	wakeOp      op
 	files       *netpoll.FileTable // registered files, nil without them
 	stopping    bool
 	batchAvg16  int            // EWMA of CQEs per wake-up, in sixteenths
 	holdPMissed bool           // the last wait kept the P (DedicatedLoops) and timed out empty
 	waitedEmpty bool           // the last wait ended with no CQE: skip the idle poll
+	lastTrim    int64          // monoNow of the last drop of the pools' free buffers (noteIdle)
+	trimTick    uint32         // iterations, so that a busy loop reads the clock for noteIdle once in 64
 	polls       int            // armed polls (parked net.Conn readers and writers)
 	handedOff   bool           // the last batch yielded the P (loop_yield.go)
 	runq        *runnableProbe // nil: never yield for stranded goroutines
@@ -65,35 +61,19 @@ type loop struct {
 	lastResend  time.Time
 	stashed     []netpoll.CQE // reaped by getSQE on a full CQ, completed by reap
 	stashBuf    []netpoll.CQE
-	cbConns     map[*CallbackConn]struct{}
-	serving     []*listener
 
-	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb_send.go)
-	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
-	sendIov   []unix.Iovec
-	sendMsg   unix.Msghdr
-	loopSends int // flushes of at most this many conns send from the loop (loopSendMax)
-	// chunkArrs: free arrays of output queues' chunk lists (outq.go)
-	chunkArrs [][]outChunk
-	// buffer lending (lend.go): the run on offer to OnData's Writes, the
-	// buffers lent now and the most that may be (0: lending off)
-	lend              lendable
-	lentBufs, lendCap int
-	ringMem           []byte     // every buffer of bufRing, to tell its memory
-	budget            loopBudget // budget.go
-	idle              loopIdle   // idle.go
-	timers            loopTimers // callback timers (callback_timer_heap.go)
-	inl               loopInline // functions of RunOnLoop (callback_inline.go)
-	chains            loopChains // their off-loop chains (callback_inline_chain.go)
+	// buffer lending (lend.go): the most buffers that may be lent (0:
+	// lending off)
+	lendCap int
+	ringMem []byte // every buffer of bufRing, to tell its memory
+
+	loopCB // the callback API's state (callback_loop.go)
 
 	stats loopStats
 	udp   udpLoop // PacketConn counters and buffer groups (udp_metrics.go)
 	hist  loopHists
 	gw    *goWaiter // the park on the ring fd of a loop that is not locked (loop_gowait.go), nil otherwise
 	done  chan struct{}
-
-	firstLive int // stream buffers that first recvs still wait in (callback_stream.go)
 }
 
 // run is the loop: take queued requests -> prep SQEs -> one enter that
@@ -101,20 +81,9 @@ type loop struct {
 // -> wake the goroutines of that batch.
 func (l *loop) run() { l.runFrom(false, nil) }
 
-// runFrom runs the loop. A takeover's goroutine first hands queued
-// functions off the loop (callback_inline_run.go): all of them (spill: the
-// function that lost the loop blocked), or those of stolen's connection,
-// which must wait for it.
-func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
-	if haveCurG {
-		// A takeover's goroutine first of all (callback_inline_run.go).
-		l.inl.g.Store(curG())
-	}
-	if spill {
-		l.spillInline(nil)
-	} else if stolen != nil {
-		l.spillInline(stolen)
-	}
+// iterate runs the loop's iterations until it exits, or until another
+// goroutine runs the loop (a takeover: runFrom, callback_inline_run.go).
+func (l *loop) iterate() {
 	idle := loopIdleWait
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
@@ -137,7 +106,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && l.inl.empty() && !l.idle.due && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.cbPending() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)
@@ -192,10 +161,11 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		// A wait that ended with nothing (the 1 s idle timeout): the loop
 		// is idle, so it sleeps again without polling first.
 		l.waitedEmpty = minC > 0 && n == 0
+		l.noteIdle(n) // outq.go
 		if minC > 0 {
 			l.noteBatch(n)
 		}
-		if l.rt.metrics {
+		if l.rt.metrics.Load() {
 			l.publish(n)
 		}
 		if l.flushWakes() {

@@ -13,7 +13,8 @@ import (
 // startLoop starts the loop goroutine (locked to its thread with
 // Config.LockedLoops), which creates the ring and runs the loop.
 func startLoop(rt *Runtime, id int) (*loop, error) {
-	l := &loop{id: id, rt: rt, done: make(chan struct{}), cbConns: make(map[*CallbackConn]struct{}), loopSends: loopSendMax}
+	l := &loop{id: id, rt: rt, done: make(chan struct{})}
+	l.initCB()
 	errc := make(chan error, 1)
 	goWait := !rt.cfg.LockedLoops
 	go func() {
@@ -121,17 +122,7 @@ func (l *loop) stop() {
 		return
 	}
 	l.stopping = true
-	for cc := range l.cbConns {
-		if cc.lingering {
-			cc.endLinger() // callback_linger.go: closed now, not at the bound
-			cc.maybeFinalize()
-			continue
-		}
-		cc.closeOnLoop(errRuntimeClosed)
-	}
-	for _, ln := range l.serving {
-		l.stopServe(ln)
-	}
+	l.stopCB()
 	sqe := l.getSQE()
 	sqe.PrepCancelAll()
 	sqe.Flags |= netpoll.SQECQESkipSuccess

@@ -137,7 +137,7 @@ func (l *loop) publish(n int) {
 }
 
 func (l *loop) countRead(n int, polled bool) {
-	if !l.rt.metrics {
+	if !l.rt.metrics.Load() {
 		return
 	}
 	l.stats.readBytes.Add(uint64(n))
@@ -149,7 +149,7 @@ func (l *loop) countRead(n int, polled bool) {
 }
 
 func (l *loop) countWrite(n int, polled bool) {
-	if !l.rt.metrics {
+	if !l.rt.metrics.Load() {
 		return
 	}
 	l.stats.writtenBytes.Add(uint64(n))
@@ -161,7 +161,7 @@ func (l *loop) countWrite(n int, polled bool) {
 }
 
 func (l *loop) observeBlockingWait(d time.Duration) {
-	if !l.rt.metrics {
+	if !l.rt.metrics.Load() {
 		return
 	}
 	l.stats.blockingWait.observe(d)

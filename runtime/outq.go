@@ -312,3 +312,39 @@ func (q *outQueue) discard(l *loop, sendArmed bool) {
 func (q *outQueue) release(l *loop) {
 	q.discard(l, false)
 }
+
+// noteIdle follows a loop iteration that reaped n completions (loop only):
+// once a second at most, the loop drops the free output chunks and
+// stream-mode recv buffers it keeps for reuse, so what a burst of
+// connections or a large transfer grew the pools to leaves the process
+// (the pools shrink otherwise only as the loop flushes output, and an
+// idle loop flushes none). A busy loop refills them at the cost of a
+// pool's worth of garbage a second, against the per-flush garbage the
+// pools are there to avoid. The clock is read after an iteration that
+// reaped nothing (an idle loop iterates once a second) and once in 64
+// others.
+func (l *loop) noteIdle(n int) {
+	l.trimTick++
+	if n > 0 && l.trimTick%64 != 0 {
+		return
+	}
+	if now := monoNow(); now-l.lastTrim >= int64(loopIdleWait) {
+		l.lastTrim = now
+		l.idleTrim()
+	}
+}
+
+// idleTrim drops the pools' free buffers (noteIdle).
+func (l *loop) idleTrim() {
+	if l.chunks.bytes > 0 {
+		for class := range l.chunks.free {
+			clear(l.chunks.free[class])
+			l.chunks.free[class] = nil
+		}
+		l.chunks.bytes, l.chunks.limit = 0, 0
+	}
+	if len(l.streamBufs) > 0 {
+		clear(l.streamBufs)
+		l.streamBufs = nil
+	}
+}

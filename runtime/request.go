@@ -72,14 +72,6 @@ func (l *loop) exit() {
 // told ECANCELED, a Serve returns. Other requests have nothing left to do.
 func handleDead(r *request) {
 	switch r.kind {
-	case reqRegisterCB:
-		r.cc.fd.closing.Store(true)
-		r.cc.fd.finalClose()
-	case reqCBWrite:
-		r.cc.pendingWrites.Add(-1)
-	case reqCBFront:
-		r.cc.dsend.Store(dsFree)
-		r.cc.pendingWrites.Add(-1)
 	case reqCloseFD:
 		r.nfd.finalClose()
 	case reqArm:
@@ -87,13 +79,8 @@ func handleDead(r *request) {
 			o.res, o.flags = -int32(syscall.ECANCELED), 0
 			o.done <- struct{}{}
 		}
-	case reqServe:
-		r.ln.serveMu.Lock()
-		if r.ln.served != nil {
-			close(r.ln.served)
-			r.ln.served = nil
-		}
-		r.ln.serveMu.Unlock()
+	default:
+		handleDeadCB(r) // callback_loop.go
 	}
 }
 
@@ -127,23 +114,11 @@ func (l *loop) handle(r *request) {
 		l.cancelOp(r.op)
 	case reqCloseFD:
 		l.closeFD(r.nfd)
-	case reqRegisterCB:
-		l.registerCB(r.cc)
-	case reqCBWrite:
-		r.cc.queueAsync(r.data)
-	case reqCBFront:
-		r.cc.queueFront(r.data)
-	case reqCBClose:
-		r.cc.closeOnLoop(nil)
-	case reqServe:
-		l.startServe(r.ln)
-	case reqStopServe:
-		l.stopServe(r.ln)
-	case reqShutdownCB:
-		l.shutdownCB()
 	case reqFunc:
 		r.fn()
 	case reqStop:
 		l.stop()
+	default:
+		l.handleCB(r) // callback_loop.go
 	}
 }

@@ -33,10 +33,10 @@ type Runtime struct {
 	features   netpoll.Features
 	loops      []*loop
 	next       atomic.Uint32
-	connLoops  int  // net.Conns use the first connLoops loops (connLoopsFor)
-	goPoll     bool // net.Conn readers wait in Go's netpoller (gopoll.go)
-	direct     bool // callback writes off the loop may send directly (callback_direct.go)
-	metrics    bool
+	connLoops  int         // net.Conns use the first connLoops loops (connLoopsFor)
+	goPoll     bool        // net.Conn readers wait in Go's netpoller (gopoll.go)
+	direct     bool        // callback writes off the loop may send directly (callback_direct.go)
+	metrics    atomic.Bool // Config.Metrics, or EnableMetrics since
 	useBufRing bool
 	pool       sched.Pool
 	newRing    func(netpoll.Params) (*netpoll.Ring, error) // test hook
@@ -99,8 +99,8 @@ func newRuntimeWith(cfg Config, newRing func(netpoll.Params) (*netpoll.Ring, err
 	rt := &Runtime{
 		cfg: cfg, pol: pollableFor(cfg.Pollable), logger: cfg.Logger, newRing: newRing, host: host,
 		conns: make(map[*netFD]struct{}), listeners: make(map[closer]struct{}), stdConns: make(map[net.Conn]struct{}),
-		metrics: cfg.Metrics,
 	}
+	rt.metrics.Store(cfg.Metrics)
 	rt.pool = sched.NewFixed(sched.Options{Workers: cfg.Workers, Name: "uringrt", OnPanic: func(v any, _ []byte) { rt.handlerPanic(v) }})
 	rt.backend = BackendStd
 	if cfg.Backend != BackendStd {
@@ -264,7 +264,7 @@ func (rt *Runtime) handlerPanic(v any) {
 }
 
 func (rt *Runtime) countAcceptError(errno syscall.Errno) {
-	if !rt.metrics {
+	if !rt.metrics.Load() {
 		return
 	}
 	v, _ := rt.acceptErrs.LoadOrStore(errnoName(errno), new(atomic.Uint64))
@@ -282,7 +282,7 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 	switch l := ln.(type) {
 	case *listener:
 		if l.rt != rt {
-			return errors.New("uringrt: Serve: listener belongs to another runtime")
+			return rt.errNotOurListener(ln)
 		}
 		l.serveMu.Lock()
 		if l.closed {
@@ -306,11 +306,17 @@ func (rt *Runtime) Serve(ln net.Listener, h Handler) error {
 		<-l.fd.closed
 		return nil
 	case *stdListener:
+		if l.rt != rt {
+			return rt.errNotOurListener(ln)
+		}
 		return rt.serveStd(l, h)
 	case *reuseListener: // listen_reuse.go: a multishot accept per loop
+		if l.rt != rt {
+			return rt.errNotOurListener(ln)
+		}
 		return l.serve(rt, h)
 	}
-	return fmt.Errorf("uringrt: Serve: %T is not a listener of this runtime", ln)
+	return rt.errNotOurListener(ln)
 }
 
 // snapshotLocked copies the open listeners, connections and std

@@ -71,9 +71,11 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 
 // Close closes every listener and connection, cancels everything in flight,
 // waits for those CQEs, and releases the rings and workers: afterwards no
-// goroutine or descriptor of the runtime is left. It returns nil, or an
-// error when the worker pool's handlers did not finish within 5 s. It is
-// idempotent.
+// goroutine or descriptor of the runtime is left. Every callback
+// connection it closes gets its OnClose (a MayBlocker handler's on the
+// workers, which run what is queued for 5 s at most). It returns nil, or
+// an error when the worker pool's handlers did not finish within 5 s. It
+// is idempotent.
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
 	if rt.closed {
@@ -106,7 +108,15 @@ func (rt *Runtime) Close() error {
 	}
 	wg.Wait()
 	rt.stopLoops()
+	// The loops' last closes queued the OnClose of every MayBlocker
+	// connection on the pool: those run (cancelling them left connections
+	// without OnClose), for 5 s at most; what is left then is cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return rt.pool.Close(ctx, sched.CancelQueued)
+	if err := rt.pool.Close(ctx, sched.Drain); err == nil {
+		return nil
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	return rt.pool.Close(ctx2, sched.CancelQueued)
 }

@@ -167,7 +167,8 @@ func (rt *Runtime) serveStdConn(c net.Conn, h Handler) {
 // stdInit makes a BackendStd connection's state and channels (before any of its
 // methods may be called).
 func (c *CallbackConn) stdInit() {
-	c.sx = &stdCB{closed: make(chan struct{}), resume: make(chan struct{}, 1)}
+	c.sx = &stdCB{closed: make(chan struct{}), resume: make(chan struct{}, 1),
+		cl: stdClose{gone: make(chan struct{}), eof: make(chan struct{})}}
 }
 
 // runStdCallback reads cc's connection in this goroutine and calls its
@@ -179,14 +180,15 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		cc.stdInit()
 	}
 	cc.sx.maxIn = rt.cfg.MaxWriteBuffer
+	cc.sx.closeTO = rt.cfg.CloseTimeout
 	cc.frame.pool = &rt.kept
-	var closeErr error
+	var closeErr, readErr error
 	defer func() {
 		if v := recover(); v != nil {
 			rt.handlerPanic(v)
 			closeErr = errHandlerPanic
 		}
-		cc.closeStd()
+		cc.stdReaderEnd(readErr)
 		if err := cc.stdTimedOut(); err != nil {
 			closeErr = err
 		}
@@ -216,10 +218,20 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 			rbuf = room // callback_kept.go: a large frame, straight into the kept input
 		}
 		n, err := c.Read(rbuf)
+		if cc.sx.closing.Load() {
+			// Closing: what the peer sends is dropped until its FIN
+			// or the linger's close (std_close.go).
+			if err != nil {
+				readErr = err
+				return
+			}
+			continue
+		}
 		if n > 0 {
 			cc.stdOnData(rbuf[:n])
 		}
 		if err != nil {
+			readErr = err
 			if sc != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 				// A timeout's deadline (read on, or close), or Shutdown's.
 				end, terr := sc.readExpired()

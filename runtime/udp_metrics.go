@@ -32,7 +32,7 @@ type udpStats struct {
 // countIn counts one read of n bytes: one datagram, or several coalesced by
 // UDP_GRO (their count from the UDP_GRO cmsg's segment size).
 func (s *udpStats) countIn(rt *Runtime, n int, oob []byte, rflags int, polled bool) {
-	if !rt.metrics {
+	if !rt.metrics.Load() {
 		return
 	}
 	s.inDatagrams.Add(uint64(segments(n, oob, unix.UDP_GRO)))
@@ -48,7 +48,7 @@ func (s *udpStats) countIn(rt *Runtime, n int, oob []byte, rflags int, polled bo
 // countOut counts one sendmsg of n bytes: one datagram, or several with a
 // UDP_SEGMENT (GSO) cmsg.
 func (s *udpStats) countOut(rt *Runtime, n int, oob []byte, polled bool) {
-	if !rt.metrics {
+	if !rt.metrics.Load() {
 		return
 	}
 	s.outDatagrams.Add(uint64(segments(n, oob, unix.UDP_SEGMENT)))

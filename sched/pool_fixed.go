@@ -18,7 +18,9 @@ const maxSpareCap = 1 << 20
 // Submit picks a worker round-robin, SubmitKey picks it from the key, so
 // works of one key run on one worker in submission order. A worker takes
 // its whole list in one step (a slice swap) and runs it as a batch, then
-// parks until a submitter wakes it; a busy worker is not signalled.
+// parks until a submitter wakes it; a busy worker is not signalled. A
+// worker's goroutine starts with the first work queued to it, so a pool
+// that is given little work holds few goroutines.
 //
 // Create it with NewFixed; the zero value is not usable. All methods are
 // safe for concurrent use. It implements Pool.
@@ -27,6 +29,7 @@ type FixedPool struct {
 	exited  chan struct{} // closed when the last worker has exited
 	live    atomic.Int32  // workers not yet exited
 	discard atomic.Bool   // Close(CancelQueued): cancel instead of run
+	name    string        // Options.Name: the workers' pprof label
 	_       [cacheLine]byte
 	next    atomic.Uint64 // round-robin cursor, written by every submitter
 	_       [cacheLine]byte
@@ -37,12 +40,15 @@ var _ Pool = (*FixedPool)(nil)
 // fixedWorker is one worker with its private list.
 type fixedWorker struct {
 	// Submitter side, guarded by mu.
-	mu     sync.Mutex
-	list   []item
-	idle   bool // parked or about to park on wake: the next submit signals
-	closed bool
-	wake   chan struct{} // 1-buffered; at most one token (sent only when idle)
-	_      [cacheLine]byte
+	mu      sync.Mutex
+	list    []item
+	idle    bool // parked or about to park on wake: the next submit signals
+	closed  bool
+	started bool // its goroutine was started (first push), or Close came first
+	p       *FixedPool
+	idx     int
+	wake    chan struct{} // 1-buffered; at most one token (sent only when idle)
+	_       [cacheLine]byte
 
 	// inBatch is the size of the batch being run (0 between batches):
 	// stored by the worker twice per batch, read by Stats.
@@ -62,18 +68,24 @@ func NewFixed(opts Options) *FixedPool {
 	p := &FixedPool{
 		workers: make([]*fixedWorker, n),
 		exited:  make(chan struct{}),
+		name:    opts.Name,
 	}
 	p.live.Store(int32(n))
 	for i := range p.workers {
-		w := &fixedWorker{wake: make(chan struct{}, 1)}
+		w := &fixedWorker{wake: make(chan struct{}, 1), p: p, idx: i}
 		w.r.discard = &p.discard
 		w.r.onPanic = opts.OnPanic
 		p.workers[i] = w
 	}
-	for i, w := range p.workers {
-		go p.run(w, opts.Name, i)
-	}
 	return p
+}
+
+// exitWorker counts a worker out: its goroutine ended, or Close found it
+// never started.
+func (p *FixedPool) exitWorker() {
+	if p.live.Add(-1) == 0 {
+		close(p.exited)
+	}
 }
 
 // Workers returns the number of workers.
@@ -150,7 +162,12 @@ func (p *FixedPool) Close(ctx context.Context, mode CloseMode) error {
 		w.closed = true
 		wake := w.idle
 		w.idle = false
+		never := !w.started
+		w.started = true
 		w.mu.Unlock()
+		if never {
+			p.exitWorker()
+		}
 		if wake {
 			w.signal()
 		}
@@ -178,6 +195,10 @@ func (w *fixedWorker) push(it item) error {
 		return ErrClosed
 	}
 	w.list = append(w.list, it)
+	if !w.started {
+		w.started = true
+		go w.p.run(w, w.p.name, w.idx)
+	}
 	wake := w.idle
 	w.idle = false
 	w.mu.Unlock()
@@ -210,11 +231,7 @@ func (w *fixedWorker) signal() {
 // run is the worker goroutine: take the whole list, run it, repeat; park
 // when the list is empty; exit when closed and empty.
 func (p *FixedPool) run(w *fixedWorker, name string, idx int) {
-	defer func() {
-		if p.live.Add(-1) == 0 {
-			close(p.exited)
-		}
-	}()
+	defer p.exitWorker()
 	if name != "" {
 		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(),
 			pprof.Labels("sched.pool", name, "sched.worker", strconv.Itoa(idx))))

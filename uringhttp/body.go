@@ -12,7 +12,7 @@ import (
 // body is a request's Body: it reads the connection's input as it
 // arrives, decoding chunked encoding, while the loop appends to that input
 // and pauses reading when the handler falls 64 KiB behind, so that an
-// upload of any size holds at most that much memory.
+// upload of any size holds at most that much memory and one receive's.
 type body struct {
 	h       *hconn
 	w       *response
@@ -264,16 +264,27 @@ func (b *body) decode(p []byte) (int, error) {
 				b.cstate = csDone
 				return 0, io.EOF
 			}
-			// net/http takes a trailer section only when all of it, the
-			// blank line included, fits its 4 KiB read buffer.
-			const maxTrailer = 4096
-			end := trailerEnd(in)
-			if end > maxTrailer || end < 0 && len(in) >= maxTrailer {
-				return 0, errors.New("http: suspiciously long trailer after chunked body")
-			}
-			if end < 0 {
+			// As net/http: the input ended (or its read deadline passed)
+			// before two bytes of trailer is an unexpected EOF; then a
+			// trailer section is taken only once a CRLF CRLF shows
+			// within its 4 KiB read buffer, the section ending at its
+			// first blank line (which a bare LF may make), and input
+			// that ends without one is a suspiciously long trailer.
+			ended := h.rdErr != nil || h.dlIs(dlRexp)
+			if len(in) < 2 {
+				if ended {
+					return 0, errTrailerEOF
+				}
 				return 0, nil
 			}
+			const maxTrailer = 4096
+			if !bytes.Contains(in[:min(len(in), maxTrailer)], doubleCRLF) {
+				if ended || len(in) >= maxTrailer {
+					return 0, errors.New("http: suspiciously long trailer after chunked body")
+				}
+				return 0, nil
+			}
+			end := trailerEnd(in)
 			hdr, _, err := parseHeader(string(in[:end]))
 			if err != nil {
 				return 0, err
@@ -313,6 +324,12 @@ func trailerEnd(b []byte) int {
 
 var errLineTooLong = errors.New("header line too long")
 
+// errTrailerEOF is net/http's error for input that ends inside a
+// chunked body's trailer.
+var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
+
+var doubleCRLF = []byte("\r\n\r\n")
+
 func parseHexUint(v []byte) (n uint64, err error) {
 	if len(v) == 0 {
 		return 0, errors.New("empty hex number for chunk length")
@@ -338,9 +355,11 @@ func parseHexUint(v []byte) (n uint64, err error) {
 }
 
 // unreadKnown is the body bytes known to remain (mu held): a Content-Length
-// body's remainder, 0 for chunked.
+// body's remainder, 0 for chunked. A body the client cut short keeps the
+// remainder that never came, as net/http's does: over 256 KiB of it makes
+// the response close the connection.
 func (b *body) unreadKnown() int64 {
-	if b.chunked || b.sawEOF {
+	if b.chunked {
 		return 0
 	}
 	return b.remain

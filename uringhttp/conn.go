@@ -35,14 +35,15 @@ type hconn struct {
 	dl     atomic.Uint32 // deadline flags (dlWexp...), one word so that an idle connection stays in its size class
 	shut   atomic.Bool   // closing for Shutdown/Close
 	kept   int32         // bytes of a partial head the runtime keeps for the next OnData
-	phase  atomic.Int32  // for the timeout sweep
+	phase  atomic.Int32  // for the timeouts
 	drains atomic.Uint32 // OnDrained calls, so that a writer misses none
+	scan   int32         // bytes at the start of the unfinished head searched for its end (mu)
 	hj     *hijackConn   // set once hijacked (mu)
 
 	rctx  *reqContext     // the context of the request in flight (mu)
 	body  *body           // its body, or nil (mu)
-	since atomic.Int64    // coarse ns when the phase began
-	reqAt atomic.Int64    // coarse ns when the request in flight was read
+	since atomic.Int64    // monotonic ns when the phase began (timeouts.go)
+	reqAt atomic.Int64    // monotonic ns when the request in flight was read
 	ctx   context.Context // connection context (ConnContext), lazily
 	raddr string
 	hc    *hijackConn // the connection as a net.Conn for hooks and Hijack (lazily)
@@ -53,10 +54,12 @@ type hconn struct {
 
 // deadline flags of a connection (hconn.dl)
 const (
-	dlWexp uint32 = 1 << iota // WriteTimeout (or the handler's write deadline) passed: writes fail
-	dlRexp                    // ReadTimeout (or the handler's read deadline) passed: body reads fail
-	dlWown                    // the handler set a write deadline: WriteTimeout no longer applies to its request
-	dlRown                    // the handler set a read deadline: ReadTimeout no longer applies to its request
+	dlWexp   uint32 = 1 << iota // WriteTimeout (or the handler's write deadline) passed: writes fail
+	dlRexp                      // ReadTimeout (or the handler's read deadline) passed: body reads fail
+	dlWown                      // the handler set a write deadline: WriteTimeout no longer applies to its request
+	dlRown                      // the handler set a read deadline: ReadTimeout no longer applies to its request
+	dlTimer                     // the connection's timeout timer is armed (timeouts.go)
+	dlCut400                    // ReadHeaderTimeout now would answer 400, as net/http (the partial head's last line)
 )
 
 // dlIs reports whether deadline flag f is set (any goroutine).
@@ -71,7 +74,7 @@ func (h *hconn) dlSet(f uint32, on bool) {
 	}
 }
 
-// phases of a connection, for the timeout sweep
+// phases of a connection, for the timeouts
 const (
 	phaseNew      = iota // accepted, no request yet
 	phaseIdle            // between requests
@@ -83,6 +86,7 @@ const (
 const (
 	inHighWater = 64 << 10 // pause reading when this much input waits
 	inLowWater  = 16 << 10 // and resume under this
+	inRecvMax   = 64 << 10 // what one receive may bring past the mark (a bundle of provided buffers)
 	outFlushAt  = 4 << 10  // connection-level output buffer, as net/http's bufio.Writer
 )
 
@@ -122,15 +126,6 @@ func (h *hconn) remoteAddr() string {
 func (h *hconn) setState(st http.ConnState) {
 	if f := h.srv.s.ConnState; f != nil {
 		f(h.netConn(), st)
-	}
-}
-
-func (h *hconn) setPhase(p int32) {
-	h.phase.Store(p)
-	if h.srv.s.sweeping() {
-		h.since.Store(h.srv.s.coarseNow())
-	} else if p == phaseNew {
-		h.since.Store(monoNow()) // for Shutdown's 5 s grace of a new connection
 	}
 }
 

@@ -2,7 +2,9 @@ package uringhttp
 
 import (
 	"context"
+	"errors"
 	"io"
+	"math"
 	"net/http"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
@@ -19,6 +21,15 @@ func (h *hconn) appendIn(data []byte) {
 	} else if h.r > 0 && len(h.in)+len(data) > cap(h.in) && h.r >= len(h.in)/2 {
 		n := copy(h.in, h.in[h.r:])
 		h.in, h.r = h.in[:n], 0
+	}
+	if need := len(h.in) + len(data); need > cap(h.in) {
+		// Past the pooled 4 KiB, once to what reading holds at most
+		// (inHighWater and a receive), not by doubling: a body that
+		// streams then holds one buffer and leaves no trail of garbage.
+		b := make([]byte, len(h.in), max(need, inHighWater+inRecvMax))
+		copy(b, h.in)
+		putBuf(h.in)
+		h.in = b
 	}
 	h.in = append(h.in, data...)
 }
@@ -70,6 +81,7 @@ func (h *hconn) waitLocked() {
 func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
+	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -86,6 +98,10 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	h.mu.Lock()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			h.takeoverData(c, data)
+			return
+		}
 		h.hj.feed(data)
 		h.mu.Unlock()
 		return
@@ -113,6 +129,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		// After a POST, up to 4 CR or LF bytes before the next request
 		// are skipped (RFC 9112 tolerance for old clients).
 		if k := leadingCRLF(data); k > 0 {
+			h.scan = 0 // the head starts after them
 			data = data[k:]
 			if own {
 				h.consumed(k)
@@ -131,21 +148,30 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		h.mu.Unlock()
 		return
 	}
-	p, n, err := sh.parse(h, data)
+	p, n, err := sh.parse(h, data, true)
 	h.kept = 0
 	if err == errIncomplete {
 		if !own {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		if h.phase.Load() != phaseNew && h.phase.Load() != phaseHead {
-			h.setPhase(phaseHead)
-		}
+		h.partialHead(data) // timeouts.go
 		h.mu.Unlock()
 		return
 	}
 	if !own {
 		c.Discard(-1) // all taken: the rest, if any, is copied below
+	}
+	if err == errBigHead {
+		// Its parse would hold the loop's other connections up for
+		// milliseconds: the goroutine that serves it parses it.
+		if !own {
+			h.appendIn(data)
+		}
+		h.busy = true
+		h.mu.Unlock()
+		go h.parseAndServe()
+		return
 	}
 	if err != nil {
 		h.dead = true
@@ -165,19 +191,56 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	sh.s.dispatch(c, p)
 }
 
+// bigHeadOnLoop is the largest head parsed on the loop (bytes): a
+// larger one (about half a millisecond of parsing and more) is parsed by
+// the goroutine that serves it.
+const bigHeadOnLoop = 64 << 10
+
+// errBigHead: the head is complete and over bigHeadOnLoop.
+var errBigHead = errors.New("uringhttp: request head to parse off the loop")
+
+// parseAndServe parses the head at the start of the connection's input
+// and serves it (a goroutine of its own, busy set).
+func (h *hconn) parseAndServe() {
+	h.mu.Lock()
+	w, n, err := h.srv.parse(h, h.in[h.r:], false)
+	if err != nil {
+		h.failInFlight(err)
+		h.reportClosed()
+		return
+	}
+	h.consumed(n)
+	h.setPhase(phaseActive)
+	h.mu.Unlock()
+	h.serve(w)
+}
+
 // parse parses the head at the start of data (mu held): the request, the
-// head's length, or errIncomplete, or the error to answer.
-func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
+// head's length, or errIncomplete, or the error to answer; onLoop: a
+// complete head over bigHeadOnLoop is left unparsed, errBigHead.
+func (sh *srvHandler) parse(h *hconn, data []byte, onLoop bool) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
-	n := headEnd(data)
+	from := int(h.scan)
+	if from > len(data) {
+		from = 0
+	}
+	n := headEnd(data, from)
 	if n < 0 {
 		if len(data) >= limit {
+			h.scan = 0
 			return nil, 0, errTooLarge
 		}
+		// The next call, with these bytes and more, resumes the search
+		// where this one stopped.
+		h.scan = int32(min(len(data), math.MaxInt32))
 		return nil, 0, errIncomplete
 	}
+	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
+	}
+	if onLoop && n > bigHeadOnLoop {
+		return nil, 0, errBigHead
 	}
 	w := getResponse()
 	p := &w.p
@@ -189,9 +252,7 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 		w.release()
 		return nil, 0, err
 	}
-	if sh.s.sweeping() {
-		h.reqAt.Store(sh.s.coarseNow())
-	}
+	h.stampRequest()
 	w.init(h)
 	return w, n, nil
 }
@@ -221,6 +282,9 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	}
 	h.signal()
 	if h.hj != nil {
+		if h.hj.tk != nil {
+			return h.takeoverEOF(c)
+		}
 		h.hj.eof()
 		h.mu.Unlock()
 		return true
@@ -245,7 +309,13 @@ func (sh *srvHandler) OnReadEOF(c *uringrt.CallbackConn) bool {
 	dead := h.dead
 	h.dead = true
 	h.mu.Unlock()
-	if partial && !dead {
+	if dead {
+		// Whoever marked the connection dead closes it, after the error
+		// answer it may be writing (failInFlight, off the loop): closing
+		// it here would drop that answer.
+		return true
+	}
+	if partial {
 		h.errorReply(protoError("unexpected EOF"), true)
 		return true
 	}
@@ -283,6 +353,9 @@ func (sh *srvHandler) OnClose(c *uringrt.CallbackConn, err error) {
 	h.mu.Unlock()
 	if rctx != nil {
 		rctx.cancel(context.Canceled)
+	}
+	if hj != nil && hj.tk != nil {
+		h.takeoverClose(c, err)
 	}
 	sh.s.track(h, false)
 	if rep {

@@ -56,6 +56,9 @@ func (h *hconn) failInFlight(err error) {
 	h.busy = false
 	h.releaseIn()
 	h.mu.Unlock()
+	if f := h.srv.s.testHookFailInFlight; f != nil {
+		f(h)
+	}
 	h.errorReply(err, false)
 }
 
@@ -133,12 +136,13 @@ func (h *hconn) serveLoop(w *response) {
 		h.post = method == "POST"
 		if h.post {
 			if k := leadingCRLF(h.in[h.r:]); k > 0 {
+				h.scan = 0 // the head starts after them
 				h.consumed(k)
 			}
 		}
 		if h.buffered() > 0 {
 			h.post = false
-			next, n, err := h.srv.parse(h, h.in[h.r:])
+			next, n, err := h.srv.parse(h, h.in[h.r:], false)
 			if err == nil {
 				h.consumed(n)
 				h.setPhase(phaseActive)
@@ -150,7 +154,8 @@ func (h *hconn) serveLoop(w *response) {
 				h.failInFlight(err)
 				return
 			}
-			h.setPhase(phaseHead)
+			h.setPhase(phaseIdle)
+			h.partialHead(h.in[h.r:]) // timeouts.go
 		} else {
 			h.setPhase(phaseIdle)
 		}

@@ -82,40 +82,6 @@ func (h *hconn) giveOut(b []byte) {
 	putBuf(b)
 }
 
-// send writes p to the connection, waiting while its output queue is full
-// (OnDrained wakes it): a handler that writes faster than its client reads
-// blocks here.
-func (h *hconn) send(p []byte) error {
-	if h.werr != nil {
-		return h.werr
-	}
-	for {
-		if h.dlIs(dlWexp) {
-			h.werr = errWriteTimeout
-			return h.werr
-		}
-		d0 := h.drains.Load()
-		_, err := h.c.Write(p)
-		if err == nil {
-			return nil
-		}
-		if err != uringrt.ErrWriteBufferFull {
-			h.werr = err
-			return err
-		}
-		h.mu.Lock()
-		if h.closed || h.killed {
-			h.mu.Unlock()
-			h.werr = net.ErrClosed
-			return h.werr
-		}
-		if h.drains.Load() == d0 && !h.dlIs(dlWexp) {
-			h.waitLocked() // OnDrained, a close or the write deadline
-		}
-		h.mu.Unlock()
-	}
-}
-
 func (sh *srvHandler) OnDrained(c *uringrt.CallbackConn) {
 	h, _ := c.Value().(*hconn)
 	if h == nil {
@@ -124,7 +90,11 @@ func (sh *srvHandler) OnDrained(c *uringrt.CallbackConn) {
 	h.mu.Lock()
 	h.drains.Add(1)
 	h.signal()
+	tk := h.hj != nil && h.hj.tk != nil
 	h.mu.Unlock()
+	if tk {
+		h.takeoverDrained(c)
+	}
 }
 
 var errWriteTimeout = &net.OpError{Op: "write", Net: "tcp", Err: timeoutError{}}

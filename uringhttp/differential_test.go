@@ -393,6 +393,8 @@ type diffOpts struct {
 	connState func(uring bool, c net.Conn, st http.ConnState)
 	// stdLog and urLog, if set, are the servers' ErrorLogs (else quiet).
 	stdLog, urLog *log.Logger
+	// offLoop sets uringhttp's OffLoopHandlers.
+	offLoop bool
 }
 
 // startDiffServers starts both servers, configured alike.
@@ -425,7 +427,7 @@ func startDiffServersOpts(tb testing.TB, h http.Handler, o diffOpts) *diffServer
 		rt.Close()
 		tb.Fatal(err)
 	}
-	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.urLog, quiet), Runtime: rt,
+	us := &uringhttp.Server{Handler: h, MaxHeaderBytes: o.maxHeaderBytes, ErrorLog: cmp.Or(o.urLog, quiet), Runtime: rt, OffLoopHandlers: o.offLoop,
 		ReadHeaderTimeout: o.readHeaderTimeout, ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idle}
 	if o.connState != nil {
 		us.ConnState = func(c net.Conn, st http.ConnState) { o.connState(true, c, st) }
@@ -1011,13 +1013,18 @@ func exchangeAll(def, small *diffServers, cases []diffCase, par int) []diffOutco
 // TestDifferentialVsNetHTTP is the differential suite. Every case runs
 // first (a few at a time), then each is a subtest that compares.
 func TestDifferentialVsNetHTTP(t *testing.T) {
+	runDiffSuite(t, diffCases())
+}
+
+// runDiffSuite runs cases against a pair of servers with the default
+// MaxHeaderBytes and a pair with 1024, then judges each in a subtest.
+func runDiffSuite(t *testing.T, cases []diffCase) {
 	h := diffHandler()
 	def := startDiffServers(t, h, 0)
 	defer def.stop()
 	small := startDiffServers(t, h, 1024)
 	defer small.stop()
 
-	cases := diffCases()
 	results := exchangeAll(def, small, cases, 6)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

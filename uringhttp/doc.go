@@ -6,7 +6,7 @@
 //
 //	rt, _ := uringrt.New(uringrt.Config{})
 //	ln, _ := rt.Listen("tcp", ":8080")
-//	srv := &uringhttp.Server{Handler: mux, Runtime: rt}
+//	srv := &uringhttp.Server{Handler: mux} // Serve uses ln's runtime
 //	go srv.Serve(ln)
 //	...
 //	srv.Shutdown(ctx)
@@ -14,12 +14,21 @@
 // # What it costs
 //
 // An idle keep-alive connection holds one small struct: no goroutine, no
-// read or write buffer. Bytes that arrive while a request is served, and
-// a response being written, use pooled buffers that go back when the
-// connection is idle again. A request allocates what net/http's does for
-// its http.Request, its Header and its context, and little else: the head
-// is copied once into a string that the method, URL, header values and
-// Host share.
+// read or write buffer, no timer until its timeout is due. Bytes that
+// arrive while a request is served, and a response being written, use
+// pooled 4 KiB buffers that go back when the connection is idle again; an
+// upload's input grows past 4 KiB once, to what reading holds at most (see
+// Flow control), and goes to the garbage collector when the body is read.
+// What a connection has queued for its client is bounded by
+// Server.MaxQueuedOutput (32 KiB by default). The runtime's pools of free
+// output chunks and stream-mode receive buffers, which a burst of
+// connections or a large transfer grows, are dropped once a second, so
+// memory comes back after them; each event loop's provided receive
+// buffers (4 MiB by default) stay resident once its receives have cycled
+// through them, a cost per loop, not per connection. A request allocates
+// what net/http's does for its http.Request, its Header and its context,
+// and little else: the head is copied once into a string that the method,
+// URL, header values and Host share.
 //
 // # How handlers are run, and why
 //
@@ -63,26 +72,43 @@
 //
 // Request.Body streams: the handler reads bytes as they arrive, and the
 // connection stops being read while 64 KiB wait unread, so an upload of any
-// size holds that much memory at most. A response that a client reads more
-// slowly than the handler writes blocks the handler's Write while the
-// connection's output queue is full (uringrt.Config.MaxWriteBuffer).
+// size holds one input buffer of 64 KiB and what the last receive brought
+// (128 KiB at most). Output: a connection queues at most
+// Server.MaxQueuedOutput (32 KiB by default) beyond what the kernel's
+// socket buffer took; a handler's Write past it (the ResponseWriter's, or
+// a hijacked connection's) waits until the client has read enough, as a
+// net/http handler waits for its socket. A slow or non-reading client
+// thus holds that much of the server's memory, its handler takes as long
+// as the client takes to read (an access log's duration is the client's,
+// as on net/http), and one connection's backlog never holds up another's:
+// the runtime-wide cap (uringrt.Config.MaxBufferedBytes) is far from
+// reach. A handler running on the event loop hands the loop over before it
+// waits. A client that pipelines requests and reads no answer is served
+// until its answers fill the queue; then its handler waits, its unread
+// input reaches 64 KiB and the connection stops being read, as net/http's
+// does by construction.
 //
 // # What differs from net/http
 //
 //   - TLS and HTTP/2 are not served here: serve them with net/http on a
 //     uringrt.Listen listener (the net.Conn path), where it runs unchanged.
-//   - Timeouts are applied by one sweep per server every quarter of the
-//     shortest timeout (5 ms to 1 s) on a clock the sweep keeps, so no
-//     timer is armed per request: a timeout of d fires between d and about
-//     1.5 x d. Past ReadTimeout, a body read that has to wait for bytes
+//   - Timeouts are applied by one timer of the connection's event loop,
+//     armed when the connection enters a phase with a deadline and none is
+//     armed, and re-armed by itself for what is left when it fires: it
+//     fires when the deadline is due (within a loop iteration), and a
+//     request pays two clock reads, no timer operation. A ReadHeaderTimeout
+//     sends what net/http's sends: nothing, or 400 when the bytes received
+//     end in a partial line that net/http's line reader returns whole at
+//     its deadline and that fails as a request line or a header line.
+//     Past ReadTimeout, a body read that has to wait for bytes
 //     fails; bytes that had arrived before are still read (net/http fails
 //     a read of arrived bytes too when its connection's buffer had not
 //     taken them in).
 //     WriteTimeout bounds the handler's writes, not the sending of what
 //     they queued: output queued before it passed (up to
-//     uringrt.Config.MaxWriteBuffer, 4 MiB by default) still goes to a
-//     client that reads slowly, where net/http's deadline, on the socket,
-//     cuts the response at what the kernel had taken.
+//     Server.MaxQueuedOutput, 32 KiB by default) still goes to a client
+//     that reads slowly, where net/http's deadline, on the socket, cuts
+//     the response at what the kernel had taken.
 //     A read or write deadline the handler sets through
 //     http.ResponseController replaces ReadTimeout or WriteTimeout for its
 //     request, as on net/http.

@@ -14,12 +14,13 @@ import (
 // the ConnState and ConnContext hooks get). Its reads take the bytes the
 // loop received (OnData appends them; reading pauses when 64 KiB wait
 // unread), its writes go through the connection's output queue and block
-// while it is full.
+// while it holds Server.MaxQueuedOutput, as a socket's do.
 type hijackConn struct {
 	h       *hconn
 	rdTimer *time.Timer
 	wrTimer *time.Timer
 	wmu     sync.Mutex // Write's: one at a time, each written whole (as Go's net)
+	tk      *takeover  // set when TakeOver, not Hijack, took the connection
 }
 
 var _ net.Conn = (*hijackConn)(nil)
@@ -173,17 +174,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// The handler owns the connection from now on, for as long as it
 	// likes: off the loop.
 	h.c.LeaveLoop()
-	// As net/http: a head already written logically goes out (without
-	// the bytes still in the 2 KiB buffer, which are dropped); the
-	// connection's own buffer is flushed.
-	if w.bw != nil {
-		w.bw.Reset(&w.cw)
-		w.bw = nil
-	}
-	if w.wroteHeader && !w.cw.wroteHeader {
-		w.cw.writeHeader(nil)
-	}
-	h.flushOut()
+	w.flushForHandOver()
 	hc := h.hijackConn()
 	h.phase.Store(phaseHijacked)
 	h.mu.Lock()
@@ -205,4 +196,19 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		br.Peek(min(pending, br.Size()))
 	}
 	return hc, bufio.NewReadWriter(br, bufio.NewWriter(hc)), nil
+}
+
+// flushForHandOver ends the response of a connection handed to its
+// handler (Hijack, TakeOver). As net/http: a head already written
+// logically goes out (without the bytes still in the 2 KiB buffer, which
+// are dropped); the connection's own buffer is flushed.
+func (w *response) flushForHandOver() {
+	if w.bw != nil {
+		w.bw.Reset(&w.cw)
+		w.bw = nil
+	}
+	if w.wroteHeader && !w.cw.wroteHeader {
+		w.cw.writeHeader(nil)
+	}
+	w.h.flushOut()
 }

@@ -55,14 +55,28 @@ type parsed struct {
 	rctx     *reqContext // the request's context
 }
 
-// hasToken reports whether the comma-separated list v holds token,
-// ASCII case-insensitively.
+// hasToken reports whether token (lower case) occurs in v, ASCII
+// case-insensitively, between the start or end of v, spaces, tabs and
+// commas: the rule net/http applies to one header value for Expect's
+// 100-continue and Connection's close and keep-alive, looser than a
+// comma-separated list's ("x 100-continue" holds it).
 func hasToken(v, token string) bool {
-	if v == "" {
+	n := len(token)
+	if n == 0 {
 		return false
 	}
-	return headerValuesContainsToken([]string{v}, token)
+	for i := 0; i+n <= len(v); i++ {
+		if i > 0 && !isTokenBoundary(v[i-1]) || i+n < len(v) && !isTokenBoundary(v[i+n]) {
+			continue
+		}
+		if tokenEqual(v[i:i+n], token) {
+			return true
+		}
+	}
+	return false
 }
+
+func isTokenBoundary(c byte) bool { return c == ' ' || c == ',' || c == '\t' }
 
 // trimLine drops the line end (LF or CRLF) of a line returned with it.
 func trimLine(l []byte) []byte {
@@ -187,8 +201,14 @@ func parseHead(ctx context.Context, s string, p *parsed, ustore *url.URL) error 
 		}
 	}
 	delete(h, "Host")
-	p.wantsCls = req.Close || headerValuesContainsToken(conn, "close")
-	p.want10KA = major == 1 && minor == 0 && headerValuesContainsToken(conn, "keep-alive")
+	// The response's rules read the first Connection value with
+	// hasToken, as net/http's do.
+	conn0 := ""
+	if len(conn) > 0 {
+		conn0 = conn[0]
+	}
+	p.wantsCls = req.Close || hasToken(conn0, "close")
+	p.want10KA = major == 1 && minor == 0 && hasToken(conn0, "keep-alive")
 	if ex, ok := h["Expect"]; ok && len(ex) > 0 {
 		p.expect = ex[0]
 	}

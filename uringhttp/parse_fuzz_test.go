@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		if len(b) > 8192 {
 			return
 		}
-		n := headEnd(b)
+		n := headEnd(b, 0)
 		if n < 0 {
 			return
 		}

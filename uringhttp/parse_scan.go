@@ -4,19 +4,24 @@ import "bytes"
 
 // headEnd returns the length of the request head at the start of b (up to
 // and including the blank line that ends it), or -1 when it is not all
-// there. Lines end in LF, optionally preceded by CR.
-func headEnd(b []byte) int {
-	i := 0
+// there. Lines end in LF, optionally preceded by CR; a blank line (empty
+// or a lone CR) other than the first ends the head. from is how many of
+// b's first bytes an earlier call found no end in (0 the first time): the
+// search resumes there, looking back at most two bytes for a CRLF CRLF
+// split across the two calls, so a head that comes in many pieces is
+// searched once overall.
+func headEnd(b []byte, from int) int {
+	i := from
 	for {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
 			return -1
 		}
-		line := b[i : i+j]
-		i += j + 1
-		if i-j-1 > 0 && (len(line) == 0 || len(line) == 1 && line[0] == '\r') {
-			return i // a blank line after the request line
+		k := i + j // an LF; the line it ends is blank if one came right before it
+		if k >= 1 && b[k-1] == '\n' || k >= 2 && b[k-1] == '\r' && b[k-2] == '\n' {
+			return k + 1
 		}
+		i = k + 1
 	}
 }
 

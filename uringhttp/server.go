@@ -23,10 +23,16 @@ type Server struct {
 	// Handler answers requests; nil means http.DefaultServeMux.
 	Handler http.Handler
 	// ReadHeaderTimeout bounds the reading of a request's head, from the
-	// connection's start (first request) or the request's first byte
-	// (later ones); a connection that passes it is closed, as a slow
-	// client (slowloris) is by net/http: with 400 Bad Request when part of
-	// a head came, without an answer when nothing did. 0 means ReadTimeout.
+	// connection's start (first request); a connection that passes it is
+	// closed, as a slow
+	// client (slowloris) is by net/http, and with net/http's bytes:
+	// without an answer, or with 400 Bad Request when the bytes received
+	// end in a partial line that net/http's reader, which returns it at
+	// its deadline as a whole line, refuses as a request line or a header
+	// line. For a later request it counts, as in net/http, from when 4
+	// bytes of its head are there (IdleTimeout runs until then). The
+	// timeout fires when due, on the connection's loop. 0 means
+	// ReadTimeout.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds the reading of a whole request, body included:
 	// past it, Body reads fail with a timeout error. 0 means none.
@@ -66,9 +72,10 @@ type Server struct {
 	BaseContext func(net.Listener) context.Context
 	// ConnContext derives a connection's context from the base context.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
-	// Runtime is the uringrt runtime of the listeners Serve gets and that
-	// ListenAndServe listens on; nil means the default runtime
-	// (uringrt.Default).
+	// Runtime is the uringrt runtime ListenAndServe listens on; nil means
+	// the default runtime (uringrt.Default). Serve serves a listener on
+	// the runtime that made it, so it may stay nil there; set, it must be
+	// that runtime.
 	Runtime *uringrt.Runtime
 	// OffLoopHandlers, when true, runs every handler on the server's
 	// goroutines. By default a handler runs on the event loop that read its
@@ -85,6 +92,16 @@ type Server struct {
 	// needs (the default loops, amd64 or arm64); elsewhere handlers run on
 	// the goroutines.
 	OffLoopHandlers bool
+	// MaxQueuedOutput bounds the bytes of output a connection holds
+	// queued beyond what the kernel has taken (its socket's send buffer):
+	// a handler's Write (or a hijacked connection's) past it waits until
+	// the client has read enough, as net/http's waits for its socket, so
+	// a slow or non-reading client holds this much of the server's memory
+	// at most and a handler takes as long as its client takes to read. 0
+	// means DefaultMaxQueuedOutput (32 KiB). The runtime's own caps
+	// (uringrt.Config.MaxWriteBuffer, MaxBufferedBytes) still apply when
+	// smaller.
+	MaxQueuedOutput int
 
 	offLoop           atomic.Int32  // requests still to send to the goroutines after a slow handler on the loop
 	slowOnLoop        time.Duration // a handler's run that counts as slow (0: slowOnLoop; tests set it)
@@ -94,17 +111,11 @@ type Server struct {
 	listeners         map[net.Listener]struct{}
 	conns             map[*hconn]struct{}
 	serving           sync.WaitGroup
-	sweepOnce         sync.Once
-	sweepStop         chan struct{}
-	sweepOn           atomic.Bool
-	clock             atomic.Int64 // coarse monotonic ns, kept by the sweep
 	workers           workerPool
 	onShutdown        []func() // RegisterOnShutdown's (mu)
+
+	testHookFailInFlight func(*hconn) // tests: between a failed pipelined request's end and its error answer
 }
-
-var clockBase = time.Now()
-
-func monoNow() int64 { return int64(time.Since(clockBase)) }
 
 func (s *Server) logf(format string, args ...any) {
 	if s.ErrorLog != nil {

@@ -34,24 +34,27 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve serves HTTP on ln, a listener of s.Runtime (uringrt.Listen for the
-// default runtime, rt.Listen otherwise): connections are read on the
-// runtime's loops and requests handed to handlers on goroutines. ln is
+// Serve serves HTTP on ln, a uringrt listener (uringrt.Listen, a
+// Runtime's Listen, a uringrt.ListenConfig), on the runtime that made it
+// (s.Runtime may be left nil; when set it must be that runtime):
+// connections are read on the runtime's loops and requests handed to
+// handlers on goroutines. ln is
 // the caller's and is used as it is (it may carry other protocols than
 // HTTP): Serve sets no socket option on it, so its accepts are deferred
 // only if it was made so (a uringrt.ListenConfig with DeferAccept set).
 // It blocks
 // until the listener is closed and returns http.ErrServerClosed after
 // Shutdown or Close (called before Serve, too: ln is then closed), or the
-// error that ended serving: at once for a listener that is not
-// s.Runtime's (a net.Listen listener: serve that with net/http) or that
-// is served already.
+// error that ended serving: at once for a listener that is not a uringrt
+// listener (a net.Listen listener: serve that with net/http), one of
+// another runtime than a non-nil s.Runtime, or one served already; the
+// error says which and what to do.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.shuttingDown() {
 		ln.Close()
 		return http.ErrServerClosed
 	}
-	rt, err := s.runtime()
+	rt, err := s.serveRuntime(ln)
 	if err != nil {
 		return err
 	}
@@ -84,7 +87,6 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		s.serving.Done()
 	}()
-	s.startSweep()
 	err = rt.Serve(ln, sh)
 	if s.shuttingDown() {
 		return http.ErrServerClosed
@@ -111,7 +113,8 @@ func (s *Server) track(h *hconn, add bool) {
 
 // Shutdown stops accepting, closes idle connections, and waits for the
 // requests in flight to be answered and their connections to close, as
-// http.Server's does; hijacked connections are not waited for. If ctx ends
+// http.Server's does; hijacked connections are not waited for, taken-over
+// ones are (TakeOverShutdowner). If ctx ends
 // first it returns ctx.Err() (the connections left are not closed: Close
 // does that); otherwise the first error closing a listener returned, or
 // nil.
@@ -129,7 +132,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if s.closeIdle() {
-			s.stopSweep()
 			s.workers.shutdown()
 			return lnerr
 		}
@@ -155,7 +157,7 @@ func (s *Server) RegisterOnShutdown(f func()) {
 }
 
 // Close closes the listeners and every connection at once (hijacked ones
-// excepted); requests in flight see their context cancelled, and their
+// excepted, taken-over ones included); requests in flight see their context cancelled, and their
 // writes fail with net.ErrClosed. It returns the first error closing a
 // listener returned, or nil.
 func (s *Server) Close() error {
@@ -170,7 +172,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	for _, h := range conns {
 		h.mu.Lock()
-		hj, rctx := h.hj != nil, h.rctx
+		hj, rctx := h.hj != nil && h.hj.tk == nil, h.rctx
 		if !hj {
 			// With the context read under the same lock: a request
 			// starting now sees killed and cancels its own (serveOne).
@@ -193,7 +195,6 @@ func (s *Server) Close() error {
 		h.signal()
 		h.mu.Unlock()
 	}
-	s.stopSweep()
 	s.workers.shutdown()
 	return err
 }
@@ -230,22 +231,36 @@ func (s *Server) closeIdle() bool {
 	quiet := true
 	now := monoNow()
 	for _, h := range conns {
+		// As net/http's StateIdle: between requests, the next head
+		// begun or not (net/http's connection turns active once a whole
+		// head is read); a new connection after 5 s. Decided under mu, so
+		// that a head the loop completes meanwhile is served or dropped,
+		// never both.
 		h.mu.Lock()
-		hj, busy, closed := h.hj != nil, h.busy, h.closed
-		h.mu.Unlock()
-		if hj || closed {
+		if h.hj != nil && h.hj.tk == nil || h.closed {
+			h.mu.Unlock()
+			continue
+		}
+		if h.hj != nil { // taken over (a websocket): its handler says goodbye
+			h.mu.Unlock()
+			if h.takeoverShutdown() {
+				quiet = false // until its OnClose
+			}
 			continue
 		}
 		ph := h.phase.Load()
-		idle := !busy && (ph == phaseIdle || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
+		idle := !h.busy && (ph == phaseIdle || ph == phaseHead || ph == phaseNew && now-h.since.Load() > int64(5*time.Second) || h.shut.Load())
 		if !idle {
+			h.mu.Unlock()
 			quiet = false
 			continue
 		}
-		if !h.shut.Swap(true) {
-			h.mu.Lock()
+		closing := !h.shut.Swap(true)
+		if closing {
 			h.dead = true
-			h.mu.Unlock()
+		}
+		h.mu.Unlock()
+		if closing {
 			h.c.Close()
 		}
 		quiet = false // until its OnClose

@@ -24,18 +24,21 @@ import (
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
 
-// ErrMetricsOff is returned by Register for a runtime built without
-// Config.Metrics: it counts no bytes, pollable outcomes or accept errors,
-// so its metrics would read 0.
+// ErrMetricsOff was Register's error for a runtime built without
+// Config.Metrics. Register no longer returns it: it turns the runtime's
+// metrics on (Runtime.EnableMetrics).
+//
+// Deprecated: Register enables the metrics it exports.
 var ErrMetricsOff = errors.New("uringprom: runtime built without Config.Metrics")
 
-// Register registers rt's collector (NewCollector) on reg. It fails with
-// ErrMetricsOff if rt was built without Config.Metrics, and with reg's
-// error on a registration conflict (a second runtime on the same reg).
+// Register registers rt's collector (NewCollector) on reg, first turning
+// on rt's counters (Runtime.EnableMetrics) when rt was built without
+// Config.Metrics, as the default runtime is (uringrt.Default): the byte,
+// pollable-outcome, accept-error and ring counters then count from this
+// call. It fails with reg's error on a registration conflict (a second
+// runtime on the same reg).
 func Register(reg prometheus.Registerer, rt *uringrt.Runtime) error {
-	if !rt.Config().Metrics {
-		return ErrMetricsOff
-	}
+	rt.EnableMetrics()
 	return reg.Register(NewCollector(rt))
 }
 

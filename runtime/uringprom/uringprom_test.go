@@ -257,16 +257,30 @@ func TestStdBackend(t *testing.T) {
 	lint(t, reg)
 }
 
-// TestRegister: a runtime without Config.Metrics is refused (its counters
-// would read 0), and a second runtime on the same registry conflicts.
+// TestRegister: a runtime built without Config.Metrics, as the default
+// runtime is, gets its metrics on at Register and counts the bytes echoed
+// after it (Register refused it: "built without Config.Metrics"); a second
+// runtime on the same registry conflicts.
 func TestRegister(t *testing.T) {
-	rt, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendStd})
+	rt, err := uringrt.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
-	if err := uringprom.Register(prometheus.NewRegistry(), rt); !errors.Is(err, uringprom.ErrMetricsOff) {
-		t.Errorf("Register without Config.Metrics: %v, want ErrMetricsOff", err)
+	t.Cleanup(func() { uringrt.CloseDefault() })
+	if rt.MetricsEnabled() {
+		t.Fatal("the default runtime counts without Register")
+	}
+	reg0 := prometheus.NewRegistry()
+	if err := uringprom.Register(reg0, rt); err != nil {
+		t.Fatalf("Register(reg, uringrt.Default()): %v", err)
+	}
+	traffic(t, echo(t, rt, "callback"), 2, 10)
+	var in float64
+	for _, m := range gather(t, reg0).series("uringrt_read_bytes_total") {
+		in += m.GetCounter().GetValue()
+	}
+	if want := float64(2 * 10 * 12); in < want {
+		t.Errorf("uringrt_read_bytes_total = %v after Register, want >= %v", in, want)
 	}
 	_, reg := newRT(t, uringrt.Config{Backend: uringrt.BackendStd})
 	rt2, err := uringrt.New(uringrt.Config{Backend: uringrt.BackendStd, Metrics: true})

@@ -48,6 +48,7 @@ func main() {
 	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = the default: uringhttp's runtime Loops 0, GOMAXPROCS for the others)")
 	deferAccept := flag.Duration("defer-accept", 0, "uringhttp: Server.DeferAccept (TCP_DEFER_ACCEPT on its listener; 0 = off, the default)")
 	offLoop := flag.Bool("off-loop", false, "uringhttp: Server.OffLoopHandlers (every handler on the server's goroutines, none on the loop)")
+	rht := flag.Duration("read-header-timeout", 10*time.Second, "uringhttp and nethttp: Server.ReadHeaderTimeout (0 = none)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -89,7 +90,7 @@ func main() {
 			break
 		}
 		// ListenAndServe, as a user would.
-		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: 10 * time.Second, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
+		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: *rht, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
 		go func() { <-ctx.Done(); srv.Close() }()
 		err = srv.ListenAndServe()
 		var runs, takeovers, lingers uint64
@@ -110,7 +111,7 @@ func main() {
 		if ln, closeLn, err = benchsrv.Listen(backend, *addr, n); err != nil {
 			break
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: *rht}
 		go func() { <-ctx.Done(); srv.Close() }()
 		err = srv.Serve(ln)
 		closeLn()
