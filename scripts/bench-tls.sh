@@ -14,7 +14,7 @@
 # poller, wrk -t1 on CPU 1; wrk speaks TLS 1.3 with OpenSSL):
 #   ka     keep-alive, wrk -c200
 #   close  Connection: close, wrk -c100: a full handshake per request (wrk
-#          resumes no session)
+#          resumes nothing)
 #   idle   IDLE_CONNS (15,000) idle keep-alive connections after one request
 #          each (bench/cmd/h1-idle -tls, Go's TLS 1.3 client): the server's
 #          RSS per connection and goroutines, read after a GC (SIGUSR1)

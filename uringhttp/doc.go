@@ -28,7 +28,11 @@
 // through them, a cost per loop, not per connection. A request allocates
 // what net/http's does for its http.Request, its Header and its context,
 // and little else: the head is copied once into a string that the method,
-// URL, header values and Host share.
+// URL, header values and Host share. The search for a head's end resumes
+// where the last read left it, so a head that arrives in small pieces
+// costs its length once; a head over 64 KiB is parsed by the goroutine
+// that will serve it rather than on the loop, whose other connections
+// would wait for its parse.
 //
 // # How handlers are run, and why
 //

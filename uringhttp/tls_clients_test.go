@@ -72,7 +72,7 @@ func TestTLSOpenSSLClient(t *testing.T) {
 			t.Fatalf("openssl s_client %v:\n%s", c.args, out)
 		}
 		if len(c.args) > 1 && c.args[1] == "-sess_in" && !strings.Contains(out, "Reused, TLSv1.3") {
-			t.Fatalf("openssl s_client -sess_in: the session was not resumed:\n%s", out)
+			t.Fatalf("openssl s_client -sess_in: the connection was not resumed from the saved ticket:\n%s", out)
 		}
 	}
 }
