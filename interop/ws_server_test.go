@@ -1,46 +1,41 @@
 package interop
 
-// The WebSocket server the interop tests drive, served by uringhttp: an echo
-// on /ws, and on /close a server that closes with 4001 "bye" on the first
-// message it gets.
+// The WebSocket server the interop tests drive: uringws on uringhttp (on
+// the event loops where io_uring works), an echo on /ws, and on /close a
+// server that closes with 4001 "bye" on the first message it gets.
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/gorilla/websocket"
+	"github.com/uringrt/uringrt/uringws"
 )
 
 // wsEcho serves the interop server, and extra's handlers on their paths,
 // and returns its ws:// base URL.
 func wsEcho(t *testing.T, extra map[string]http.HandlerFunc) string {
-	up := websocket.Upgrader{EnableCompression: true, CheckOrigin: func(*http.Request) bool { return true }}
-	base := serveUring(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return "ws" + strings.TrimPrefix(serveUring(t, wsHandler(extra)), "http")
+}
+
+// wsHandler is the interop server's handler.
+func wsHandler(extra map[string]http.HandlerFunc) http.Handler {
+	up := &uringws.Upgrader{EnableCompression: true, MaxMessageSize: 8 << 20, CheckOrigin: func(*http.Request) bool { return true }}
+	echo := uringws.HandlerFuncs{Message: func(c *uringws.Conn, mt uringws.MessageType, data []byte) {
+		c.WriteMessage(mt, data)
+	}}
+	closer := uringws.HandlerFuncs{Message: func(c *uringws.Conn, _ uringws.MessageType, _ []byte) {
+		c.Close(4001, "bye")
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := extra[r.URL.Path]; h != nil {
 			h(w, r)
 			return
 		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
+		h := echo
+		if r.URL.Path == "/close" {
+			h = closer
 		}
-		defer c.Close()
-		c.SetReadLimit(8 << 20)
-		for {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if r.URL.Path == "/close" {
-				c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4001, "bye"))
-				c.ReadMessage()
-				return
-			}
-			if err := c.WriteMessage(mt, msg); err != nil {
-				return
-			}
-		}
-	}))
-	return "ws" + strings.TrimPrefix(base, "http")
+		up.Upgrade(w, r, h)
+	})
 }

@@ -10,6 +10,23 @@ import (
 // that hands the loop to a new goroutine (spilling what was queued behind
 // a function that blocked).
 
+// runFrom runs the loop on this goroutine: the loop's own at its start
+// (run), or a takeover's. A takeover's goroutine first hands queued
+// functions off the loop: all of them (spill: the function that lost the
+// loop blocked), or those of stolen's connection, which must wait for it.
+func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
+	if haveCurG {
+		// A takeover's goroutine first of all.
+		l.inl.g.Store(curG())
+	}
+	if spill {
+		l.spillInline(nil)
+	} else if stolen != nil {
+		l.spillInline(stolen)
+	}
+	l.iterate()
+}
+
 // takeover starts a new goroutine running the loop (the word is
 // inlStolen, set by the caller).
 //

@@ -1,6 +1,8 @@
 package uringrt
 
 import (
+	"crypto/tls"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/netpoll"
@@ -22,7 +24,13 @@ type loopCB struct {
 	serving    []*listener // listeners Serve accepts on with this loop (op_accept.go)
 
 	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb_send.go)
+	// TLS (tls_guts.go): the record buffer lent to a tls.Conn's rawInput
+	// (to tlsLent now), the plaintext buffer for OnData
+	tlsRaw       []byte
+	tlsLent      *tls.Conn
+	tlsPlain     []byte
+	tlsPlainBusy bool
+	sends        []*cbSend // free sends of callback conns (op_cb_send.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
 	sendIov   []unix.Iovec
 	sendMsg   unix.Msghdr
@@ -59,6 +67,43 @@ func (l *loop) stopCB() {
 	}
 	for _, ln := range l.serving {
 		l.stopServe(ln)
+	}
+}
+
+// cbPending reports whether the callback API has work for this iteration
+// that must not wait for the loop's sleep: functions of RunOnLoop still
+// queued, or an idle sweep the sweeper asked for.
+func (l *loop) cbPending() bool { return !l.inl.empty() || l.idle.due }
+
+// prepCB fills sqe for an op of the callback API (prep).
+func (l *loop) prepCB(sqe *netpoll.SQE, o *op) {
+	switch o.kind {
+	case opCBRecv:
+		l.prepCBRecv(sqe, o)
+	case opCBSend:
+		prepCBSend(sqe, o)
+	case opAcceptCB:
+		l.prepAccept(sqe, o)
+	case opTimer:
+		sqe.PrepTimeout(&o.ts, 0, false)
+	case opCBLinger:
+		o.cc.prepLinger(sqe, o)
+	}
+}
+
+// completeCB runs the completion of an op of the callback API (complete).
+func (l *loop) completeCB(o *op) {
+	switch o.kind {
+	case opCBRecv:
+		o.cc.onRecv(o)
+	case opCBSend:
+		o.cc.onSend(o)
+	case opAcceptCB:
+		o.ln.onAccept(l, o)
+	case opTimer:
+		o.ln.onTimer(l, o)
+	case opCBLinger:
+		o.cc.onLinger(o)
 	}
 }
 

@@ -201,7 +201,8 @@
 // loop for its life.
 package uringrt
 
-// Where each part lives (a map for maintainers; not part of the package doc).
+// Where each part lives (a map for maintainers; not part of the package doc;
+// docs/ARCHITECTURE.md groups the files by concern and draws each API's data flow).
 //
 // The loop and its ops:
 //

@@ -81,20 +81,9 @@ type loop struct {
 // -> wake the goroutines of that batch.
 func (l *loop) run() { l.runFrom(false, nil) }
 
-// runFrom runs the loop. A takeover's goroutine first hands queued
-// functions off the loop (callback_inline_run.go): all of them (spill: the
-// function that lost the loop blocked), or those of stolen's connection,
-// which must wait for it.
-func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
-	if haveCurG {
-		// A takeover's goroutine first of all (callback_inline_run.go).
-		l.inl.g.Store(curG())
-	}
-	if spill {
-		l.spillInline(nil)
-	} else if stolen != nil {
-		l.spillInline(stolen)
-	}
+// iterate runs the loop's iterations until it exits, or until another
+// goroutine runs the loop (a takeover: runFrom, callback_inline_run.go).
+func (l *loop) iterate() {
 	idle := loopIdleWait
 	for {
 		l.tid = 0 // read again by curTid when a poll needs it
@@ -117,7 +106,7 @@ func (l *loop) runFrom(spill bool, stolen *CallbackConn) {
 		}
 		var minC uint32
 		var timeout, minWait time.Duration
-		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && l.inl.empty() && !l.idle.due && !l.idlePoll() {
+		if l.ring.CQReady() == 0 && len(l.stashed) == 0 && !l.wakesPending() && l.closes.empty() && !l.cbPending() && !l.idlePoll() {
 			l.sleeping.Store(true)
 			if l.queued() {
 				l.sleeping.Store(false)

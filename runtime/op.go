@@ -116,18 +116,10 @@ func (l *loop) prep(sqe *netpoll.SQE, o *op) {
 		l.prepPoll(sqe, o)
 	case opRecv, opSend:
 		prepRW(sqe, o)
-	case opCBRecv:
-		l.prepCBRecv(sqe, o)
-	case opCBSend:
-		prepCBSend(sqe, o)
-	case opAcceptCB:
-		l.prepAccept(sqe, o)
-	case opTimer:
-		sqe.PrepTimeout(&o.ts, 0, false)
 	case opUDPRecv:
 		o.ur.prep(sqe)
-	case opCBLinger:
-		o.cc.prepLinger(sqe, o)
+	default:
+		l.prepCB(sqe, o) // callback_loop.go
 	}
 }
 
@@ -142,18 +134,10 @@ func (l *loop) complete(o *op) {
 		l.completePollOut(o)
 	case opRecv, opSend:
 		l.finish(o)
-	case opCBRecv:
-		o.cc.onRecv(o)
-	case opCBSend:
-		o.cc.onSend(o)
-	case opAcceptCB:
-		o.ln.onAccept(l, o)
-	case opTimer:
-		o.ln.onTimer(l, o)
 	case opUDPRecv:
 		o.ur.onCQE(l, o)
-	case opCBLinger:
-		o.cc.onLinger(o)
+	default:
+		l.completeCB(o) // callback_loop.go
 	}
 }
 

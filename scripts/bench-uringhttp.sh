@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # HTTP/1.1 servers side by side: uringhttp (uringrt's server for any
 # http.Handler), net/http on Go's net, net/http on uringrt's listener,
-# fasthttp and nbio's nbhttp (bench/cmd/h1-server), the same handler
-# response, in alternating rounds (A B C D E A B C D E ...); prints medians
+# fasthttp and nbio's nbhttp (bench/cmd/h1-server), and nginx (Debian's,
+# one process, `return 200` of the same body), in alternating rounds (A B C D E A B C D E ...); prints medians
 # and ratios and writes the table, dated and with its command, to
 # $OUT/section.md, to replace the current table of BENCHMARKS.md's uringhttp
 # section with (WRITE=0: not written).
@@ -12,10 +12,21 @@
 #   WORKLOADS="ka-13 close" SERVERS="uringhttp fasthttp" WRITE=0 scripts/bench-uringhttp.sh
 #   IDLE=0 scripts/bench-uringhttp.sh              # without the idle-connection RSS part
 #   BIN_old=/tmp/h1-server-main SERVERS="uringhttp uringhttp@old nethttp" scripts/bench-uringhttp.sh
+#   SERVERS="uringhttp nethttp fasthttp nginx nethttp@aa" scripts/bench-uringhttp.sh   # with the anchors and an A/A control
 #
 # A server written NAME@LABEL is server NAME run from the binary $BIN_LABEL
 # (another build, to A/B it in the same alternating rounds) with the extra
 # flags $FLAGS_LABEL (e.g. FLAGS_one="-loops 1"); either may be unset.
+# nethttp@aa (no BIN_aa, no FLAGS_aa) is a second copy of net/http: an A/A
+# control, whose ratio to nethttp is what two identical servers differ by
+# on the machine at that moment.
+#
+# nginx: Debian's nginx with one process doing the work (master_process
+# off, worker_processes 1, the worker's CPU is the process's), keep-alive
+# without a request limit, access log off, `return 200` of the same body
+# with Content-Type text/plain; pinned it runs on CPU 0 as the Go servers;
+# unpinned, worker_processes 1 still (nginx has no GOMAXPROCS). Needs
+# nginx (apt-get install nginx).
 #
 # Workloads:
 #   ka-13     pinned: server on CPU 0 with GOMAXPROCS=1 (uringrt 1 loop,
@@ -56,8 +67,10 @@ mkdir -p "$OUT/bin"
 RAW=$OUT/raw.txt
 : >"$RAW"
 
-for tool in wrk h2load; do
-	command -v $tool >/dev/null || { echo "bench-uringhttp.sh: $tool not installed (apt-get install wrk nghttp2-client)" >&2; exit 2; }
+need=(wrk h2load)
+[[ " $SERVERS " == *" nginx "* ]] && need+=(nginx)
+for tool in "${need[@]}"; do
+	command -v $tool >/dev/null || { echo "bench-uringhttp.sh: $tool not installed (apt-get install wrk nghttp2-client nginx)" >&2; exit 2; }
 done
 echo "# building into $OUT/bin" >&2
 (cd "$ROOT/bench" && go build -o "$OUT/bin/h1-server" ./cmd/h1-server && go build -o "$OUT/bin/h1-idle" ./cmd/h1-idle)
@@ -66,10 +79,50 @@ echo "# building into $OUT/bin" >&2
 CLK=$(getconf CLK_TCK)
 NCPU=$(nproc)
 
+# nginx_conf SIZE: an nginx configuration for $PORT answering SIZE bytes
+# as h1-server does (/sleep is not slept: nginx has no such handler).
+nginx_conf() {
+	local body=Hello,\ World! d=$OUT/nginx
+	if [[ $1 != 13 ]]; then body=$(head -c "$1" /dev/zero | tr '\0' x); fi
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<-EOF
+		daemon off;
+		master_process off;
+		worker_processes 1;
+		error_log $d/logs/error.log warn;
+		pid $d/nginx.pid;
+		worker_rlimit_nofile 65536;
+		events { worker_connections 65536; }
+		http {
+			access_log off;
+			keepalive_requests 1000000000;
+			client_body_temp_path $d/body;
+			proxy_temp_path $d/proxy;
+			fastcgi_temp_path $d/fastcgi;
+			uwsgi_temp_path $d/uwsgi;
+			scgi_temp_path $d/scgi;
+			server {
+				listen 127.0.0.1:$PORT;
+				location / {
+					default_type text/plain;
+					return 200 "$body";
+				}
+			}
+		}
+	EOF
+	echo "$d/nginx.conf"
+}
+
 # start_server SERVER SIZE PINNED: starts it in the background (SPID).
 start_server() {
 	local srv=(taskset -c 0) gmp=1 loops=1 name=${1%%@*} bin=$OUT/bin/h1-server flags=()
 	if [[ $3 == 0 ]]; then srv=() gmp=$NCPU loops=0; fi
+	if [[ $name == nginx ]]; then
+		"${srv[@]}" nginx -c "$(nginx_conf "$2")" -p "$OUT/nginx" >>"$OUT/servers.log" 2>&1 &
+		SPID=$!
+		wait_port
+		return
+	fi
 	if [[ $1 == *@* ]]; then
 		local b=BIN_${1#*@} f=FLAGS_${1#*@}
 		bin=${!b:-$bin}
@@ -155,6 +208,7 @@ IDLE_RAW=$OUT/idle.txt
 stats() { kill -USR1 "$SPID"; sleep 1; grep '^stats ' "$OUT/srv-idle.log" | tail -1; }
 if [[ $IDLE == 1 ]]; then
 	for s in $SERVERS; do
+		[[ $s == nginx ]] && continue # no Go runtime stats to read
 		: >"$OUT/srv-idle.log"
 		GOMAXPROCS=1 taskset -c 0 "$OUT/bin/h1-server" -server "$s" -addr "127.0.0.1:$PORT" -size 13 -loops 1 >>"$OUT/srv-idle.log" 2>&1 &
 		SPID=$!
@@ -180,8 +234,8 @@ fi
 # Summary: medians, and ratios against net/http on Go's net and fasthttp.
 SUM=$OUT/summary.md
 {
-	echo "| workload | round | server | req/s | vs net/http of the round | vs fasthttp of the round | vs the first server of the round |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| workload | round | server | req/s | vs net/http of the round | vs fasthttp of the round | vs nginx of the round | vs the first server of the round |"
+	echo "|---|---|---|---|---|---|---|---|"
 	first=${SERVERS%% *}
 	awk -v first="$first" '{ delete v; for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		k = v["workload"] " " v["round"]; if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
@@ -189,16 +243,16 @@ SUM=$OUT/summary.md
 		function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2fx", a / b) }
 		END { for (i = 1; i <= n; i++) { k = keys[i]; split(k, wr, " ")
 			for (j = 1; j <= m[k]; j++) { s = srv[k, j]
-				printf "| %s | %s | %s | %.0f | %s | %s | %s |\n", wr[1], wr[2], s, rps[k, s], ratio(rps[k, s], rps[k, "nethttp"]), ratio(rps[k, s], rps[k, "fasthttp"]), ratio(rps[k, s], rps[k, first]) } } }' "$RAW"
+				printf "| %s | %s | %s | %.0f | %s | %s | %s | %s |\n", wr[1], wr[2], s, rps[k, s], ratio(rps[k, s], rps[k, "nethttp"]), ratio(rps[k, s], rps[k, "fasthttp"]), ratio(rps[k, s], rps[k, "nginx"]), ratio(rps[k, s], rps[k, first]) } } }' "$RAW"
 	echo
-	echo "| workload | server | req/s | vs net/http | vs fasthttp | vs nbhttp | server CPU us/req | CPU/req vs net/http | p99 ms |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| workload | server | req/s | vs net/http | vs fasthttp | vs nginx | vs nbhttp | server CPU us/req | CPU/req vs net/http | p99 ms |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for w in $WORKLOADS; do
-		base=$(median "$w" nethttp rps) fast=$(median "$w" fasthttp rps) nb=$(median "$w" nbhttp rps) bcpu=$(median "$w" nethttp srv_us_per_req)
+		base=$(median "$w" nethttp rps) fast=$(median "$w" fasthttp rps) ngx=$(median "$w" nginx rps) nb=$(median "$w" nbhttp rps) bcpu=$(median "$w" nethttp srv_us_per_req)
 		for s in $SERVERS; do
 			awk -v w="$w" -v s="$s" -v r="$(median "$w" "$s" rps)" -v c="$(median "$w" "$s" srv_us_per_req)" -v p="$(median "$w" "$s" p99_ms)" \
-				-v base="$base" -v fast="$fast" -v nb="$nb" -v bcpu="$bcpu" 'function ratio(a, b) { return (a == "nan" || b == "nan" || b == 0) ? "-" : sprintf("%.2fx", a / b) }
-				BEGIN { printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", w, s, r, ratio(r, base), ratio(r, fast), ratio(r, nb), c, ratio(c, bcpu), (p == "nan" ? "-" : p) }'
+				-v base="$base" -v fast="$fast" -v ngx="$ngx" -v nb="$nb" -v bcpu="$bcpu" 'function ratio(a, b) { return (a == "nan" || b == "nan" || b == 0) ? "-" : sprintf("%.2fx", a / b) }
+				BEGIN { printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", w, s, r, ratio(r, base), ratio(r, fast), ratio(r, ngx), ratio(r, nb), c, ratio(c, bcpu), (p == "nan" ? "-" : p) }'
 		done
 	done
 	if [[ -s $IDLE_RAW ]]; then

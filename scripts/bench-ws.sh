@@ -21,9 +21,12 @@
 #                  stay open: server RSS growth per connection (after a GC,
 #                  /stats) and goroutines, without and with permessage-deflate
 #                  negotiated (idle-deflate)
-# Each measurement holds /tmp/uringrt-bench.lock. nbio runs with its
+# wsload prints server CPU per message (srv_ns_per_msg), the figure that
+# stays comparable when other work on the machine starves both processes.
+# Each measurement holds /tmp/uringrt-bench.lock (NOLOCK=1: the caller holds
+# it for the whole run, `flock /tmp/uringrt-bench.lock env NOLOCK=1 ...`). nbio runs with its
 # handlers on the poller (-nbio-inline), its faster setting here.
-# Environment: SCENARIOS SERVERS ROUNDS DUR WARM IDLE_CONNS PORT OUT
+# Environment: SCENARIOS SERVERS ROUNDS DUR WARM IDLE_CONNS PORT OUT NOLOCK
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SCENARIOS=${SCENARIOS:-echo-pinned echo-unpinned bcast idle idle-deflate}
@@ -110,10 +113,9 @@ for sc in $SCENARIOS; do
 	for r in $(seq "$ROUNDS"); do
 		for srv in $SERVERS; do
 			grep -qx "${srv%@*}" <<<"$have" || { echo "# $srv: not built into ws-server, skipped" >&2; continue; }
-			exec 9>"$LOCK"
-			flock 9
+			if [[ ${NOLOCK:-0} != 1 ]]; then exec 9>"$LOCK" && flock 9; fi
 			measure "$sc" "$srv" || echo "$sc $srv FAILED" | tee -a "$RAW" >&2
-			flock -u 9
+			if [[ ${NOLOCK:-0} != 1 ]]; then flock -u 9; fi
 		done
 	done
 done
@@ -132,9 +134,10 @@ END {
     print line }
   print ""
   for (x = 1; x <= k; x++) { key = order[x]; split(key, ks, " "); sc = ks[1]; srv = ks[2]
-    fld = (sc ~ /^idle/) ? "per_conn_b" : "msgs_per_s"
+    nf = split((sc ~ /^idle/) ? "per_conn_b" : "msgs_per_s srv_ns_per_msg", flds, " ")
+    for (q = 1; q <= nf; q++) { fld = flds[q]
     for (b = 1; b <= 2; b++) { base = sc " " (b == 1 ? "gorilla" : "nbio")
       if (srv != (b == 1 ? "gorilla" : "nbio") && ((base, fld) in M) && M[base, fld] > 0)
-        printf "%-14s %-12s %s %.2fx %s\n", sc, srv, fld, M[key, fld] / M[base, fld], (b == 1 ? "gorilla" : "nbio") } } }
+        printf "%-14s %-12s %s %.2fx %s\n", sc, srv, fld, M[key, fld] / M[base, fld], (b == 1 ? "gorilla" : "nbio") } } } }
 ' "$RAW" | tee "$OUT/summary.txt"
 echo "# raw rounds: $RAW" >&2

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"net/netip"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkHello13 measures one keep-alive connection's request/response
@@ -61,5 +64,68 @@ func benchRaw(b *testing.B, addr string) {
 				break
 			}
 		}
+	}
+}
+
+// BenchmarkClose13 measures a connection per request (Connection: close):
+// connect, one request, the answer read to the server's FIN, close; the
+// client is raw system calls (no allocations of its own), so allocs/op is
+// the server's cost of a connection.
+func BenchmarkClose13(b *testing.B) {
+	body := []byte("Hello, World!")
+	addr := serve(b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	})})
+	benchCloseRaw(b, addr)
+}
+
+// BenchmarkClose13Std is the same against net/http on Go's net.
+func BenchmarkClose13Std(b *testing.B) {
+	body := []byte("Hello, World!")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	})}
+	go hs.Serve(ln)
+	defer hs.Close()
+	benchCloseRaw(b, ln.Addr().String())
+}
+
+func benchCloseRaw(b *testing.B, addr string) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	req := []byte("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Connect(fd, sa); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := unix.Write(fd, req); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			n, err := unix.Read(fd, buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		unix.Close(fd)
 	}
 }

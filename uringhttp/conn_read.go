@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -81,6 +82,7 @@ func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
 	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
+	sh.startTLS(c)                      // tls.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -148,7 +150,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		return
 	}
 	seen := int(h.scan) // (bytes of the head looked at before)
-	p, n, err := sh.parse(h, data)
+	p, n, err := sh.parse(h, data, true)
 	h.kept = 0
 	if err == errIncomplete {
 		if !own {
@@ -161,6 +163,17 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	}
 	if !own {
 		c.Discard(-1) // all taken: the rest, if any, is copied below
+	}
+	if err == errBigHead {
+		// Its parse would hold the loop's other connections up for
+		// milliseconds: the goroutine that serves it parses it.
+		if !own {
+			h.appendIn(data)
+		}
+		h.busy = true
+		h.mu.Unlock()
+		go h.parseAndServe()
+		return
 	}
 	if err != nil {
 		h.dead = true
@@ -180,9 +193,34 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 	sh.s.dispatch(c, p)
 }
 
+// bigHeadOnLoop is the largest head parsed on the loop (bytes): a
+// larger one (about half a millisecond of parsing and more) is parsed by
+// the goroutine that serves it.
+const bigHeadOnLoop = 64 << 10
+
+// errBigHead: the head is complete and over bigHeadOnLoop.
+var errBigHead = errors.New("uringhttp: request head to parse off the loop")
+
+// parseAndServe parses the head at the start of the connection's input
+// and serves it (a goroutine of its own, busy set).
+func (h *hconn) parseAndServe() {
+	h.mu.Lock()
+	w, n, err := h.srv.parse(h, h.in[h.r:], false)
+	if err != nil {
+		h.failInFlight(err)
+		h.reportClosed()
+		return
+	}
+	h.consumed(n)
+	h.setPhase(phaseActive)
+	h.mu.Unlock()
+	h.serve(w)
+}
+
 // parse parses the head at the start of data (mu held): the request, the
-// head's length, or errIncomplete, or the error to answer.
-func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
+// head's length, or errIncomplete, or the error to answer; onLoop: a
+// complete head over bigHeadOnLoop is left unparsed, errBigHead.
+func (sh *srvHandler) parse(h *hconn, data []byte, onLoop bool) (*response, int, error) {
 	limit := sh.s.maxHeaderBytes() + 4096
 	from := int(h.scan)
 	if from > len(data) {
@@ -202,6 +240,9 @@ func (sh *srvHandler) parse(h *hconn, data []byte) (*response, int, error) {
 	h.scan = 0
 	if n > limit {
 		return nil, 0, errTooLarge
+	}
+	if onLoop && n > bigHeadOnLoop {
+		return nil, 0, errBigHead
 	}
 	w := getResponse()
 	p := &w.p

@@ -143,7 +143,7 @@ func (h *hconn) serveLoop(w *response) {
 		if h.buffered() > 0 {
 			h.post = false
 			seen := int(h.scan)
-			next, n, err := h.srv.parse(h, h.in[h.r:])
+			next, n, err := h.srv.parse(h, h.in[h.r:], false)
 			if err == nil {
 				h.consumed(n)
 				h.setPhase(phaseActive)
@@ -190,6 +190,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
+	h.requestTLS(req) // tls.go
 	h.w = w
 	defer func() {
 		h.w = nil

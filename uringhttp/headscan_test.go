@@ -29,7 +29,7 @@ func TestHeadScanResumes(t *testing.T) {
 			for i := 0; i < prev-2; i++ {
 				buf[i] = '\n'
 			}
-			_, n, err := h.srv.parse(h, buf[:end])
+			_, n, err := h.srv.parse(h, buf[:end], false)
 			if end < len(buf) {
 				if err != errIncomplete {
 					t.Fatalf("pieces of %d: after %d of %d bytes: %v (head end at %d): the search went back over bytes it had seen", piece, end, len(buf), err, n)

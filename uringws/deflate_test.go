@@ -145,3 +145,18 @@ func TestShutdownBoundedByContext(t *testing.T) {
 		t.Fatalf("Shutdown took %v", d)
 	}
 }
+
+// Without a size limit a compressed message still inflates (the limit's
+// arithmetic does not overflow).
+func TestDeflateWithoutLimit(t *testing.T) {
+	u := &Upgrader{EnableCompression: true, MaxMessageSize: -1}
+	s := serveOne(t, "uringhttp", upgradeHandler(u, echoHandler))
+	c := dialGorilla(t, s, &websocket.Dialer{EnableCompression: true})
+	msg := strings.Repeat("no limit ", 1000)
+	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
+		t.Fatalf("echo: %d bytes, %v", len(got), err)
+	}
+}

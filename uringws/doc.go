@@ -59,7 +59,8 @@
 // queued for one connection: past it a write returns ErrSlowConsumer with
 // nothing queued and the connection open, and the writer decides (drop
 // the message, or Close a consumer that stays behind). Conn.Buffered tells
-// what is queued. The runtime also stops reading a connection whose own
+// what is queued, and a Handler that implements Drainer gets OnDrained when
+// the queue falls back under half the limit, so a paused producer goes on. The runtime also stops reading a connection whose own
 // output backs up, so a client that sends but does not read is slowed by
 // TCP flow control. On the goroutine path writes block until the kernel
 // takes them, as gorilla/websocket's.

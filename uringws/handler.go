@@ -49,3 +49,12 @@ func (f HandlerFuncs) OnClose(c *Conn, code int, reason string) {
 		f.Close(c, code, reason)
 	}
 }
+
+// Drainer is implemented by a Handler that wants to know when a
+// connection's queued output has drained (on the loop path): once the
+// bytes queued have passed half of Upgrader.WriteBufferLimit (a write that
+// failed with ErrSlowConsumer did), OnDrained is called on the loop when
+// they fall back under it, so a producer that paused can go on.
+type Drainer interface {
+	OnDrained(c *Conn)
+}

@@ -14,6 +14,9 @@ type loopConn Conn
 
 func (lc *loopConn) OnOpen(cc *uringrt.CallbackConn) {
 	c := (*Conn)(lc)
+	if _, ok := c.h.(Drainer); ok {
+		cc.SetLowWater(c.u.writeLimit() / 2)
+	}
 	if d := c.u.ReadTimeout; d > 0 {
 		cc.SetReadTimeout(d)
 	}
@@ -70,6 +73,13 @@ func (lc *loopConn) OnClose(cc *uringrt.CallbackConn, err error) {
 // 1001 Going Away.
 func (lc *loopConn) OnShutdown(cc *uringrt.CallbackConn) {
 	(*Conn)(lc).Close(CloseGoingAway, "server shutting down")
+}
+
+func (lc *loopConn) OnDrained(cc *uringrt.CallbackConn) {
+	c := (*Conn)(lc)
+	if d, ok := c.h.(Drainer); ok {
+		d.OnDrained(c)
+	}
 }
 
 // MayBlock: callbacks run on the loop.

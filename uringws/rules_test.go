@@ -186,10 +186,24 @@ func TestIdleTimeoutCloses(t *testing.T) {
 	}
 }
 
+// drainHandler is a HandlerFuncs with OnDrained.
+type drainHandler struct {
+	HandlerFuncs
+	drained chan struct{}
+}
+
+func (d *drainHandler) OnDrained(c *Conn) {
+	select {
+	case d.drained <- struct{}{}:
+	default:
+	}
+}
+
 func TestSlowConsumerGetsError(t *testing.T) {
 	res := make(chan error, 1)
 	u := &Upgrader{WriteBufferLimit: 256 << 10}
-	h := HandlerFuncs{Open: func(c *Conn) {
+	h := &drainHandler{drained: make(chan struct{}, 1)}
+	h.Open = func(c *Conn) {
 		go func() {
 			msg := bytes.Repeat([]byte("z"), 16<<10)
 			for i := 0; i < 100000; i++ {
@@ -200,10 +214,9 @@ func TestSlowConsumerGetsError(t *testing.T) {
 			}
 			res <- nil
 		}()
-	}}
+	}
 	s := serveOne(t, "uringhttp", upgradeHandler(u, h))
-	rc := dialRaw(t, s.addr, "")
-	_ = rc // never reads
+	rc := dialRaw(t, s.addr, "") // reads nothing at first
 	select {
 	case err := <-res:
 		if err != ErrSlowConsumer {
@@ -211,6 +224,19 @@ func TestSlowConsumerGetsError(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("writer never refused")
+	}
+	// The consumer catches up: OnDrained tells the producer.
+	go func() {
+		for {
+			if _, _, _, _, err := rc.frame(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-h.drained:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnDrained after the consumer caught up")
 	}
 }
 
@@ -241,5 +267,93 @@ func TestLoopPathHoldsNoGoroutine(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > before+n/4 {
 		t.Fatalf("%d goroutines for %d idle websockets (before: %d)", g, n, before)
+	}
+}
+
+func TestReadTimeoutCloses(t *testing.T) {
+	log := newCloseLog()
+	u := &Upgrader{ReadTimeout: 100 * time.Millisecond}
+	for _, s := range serveAll(t, upgradeHandler(u, log.handler())) {
+		rc := dialRaw(t, s.addr, "")
+		rc.send(clientFrame(false, 0, opText, testKey, []byte("half a message, then silence")))
+		if _, _, _, _, err := rc.frame(); err == nil {
+			t.Fatalf("%s: a frame instead of the end", s.name)
+		}
+		if code := log.wait(t, s.name); code != CloseAbnormalClosure {
+			t.Fatalf("%s: OnClose %d, want 1006", s.name, code)
+		}
+	}
+}
+
+// Messages written concurrently from many goroutines each arrive whole.
+func TestConcurrentWritersKeepMessagesWhole(t *testing.T) {
+	const writers, each = 8, 50
+	u := &Upgrader{WriteBufferLimit: 64 << 20}
+	h := HandlerFuncs{Open: func(c *Conn) {
+		for w := 0; w < writers; w++ {
+			go func(w int) {
+				msg := bytes.Repeat([]byte{byte('a' + w)}, 20000+w)
+				for i := 0; i < each; i++ {
+					err := c.WriteMessage(BinaryMessage, msg)
+					for ; err == ErrSlowConsumer; err = c.WriteMessage(BinaryMessage, msg) {
+						time.Sleep(time.Millisecond) // the documented outcome: retry or drop
+					}
+					if err != nil {
+						return
+					}
+				}
+			}(w)
+		}
+	}}
+	for _, s := range serveAll(t, upgradeHandler(u, h)) {
+		c := dialGorilla(t, s, nil)
+		for i := 0; i < writers*each; i++ {
+			_, p, err := c.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", s.name, i, err)
+			}
+			w := int(p[0] - 'a')
+			if len(p) != 20000+w || !bytes.Equal(p, bytes.Repeat(p[:1], len(p))) {
+				t.Fatalf("%s: message %d mixed or cut (%d bytes)", s.name, i, len(p))
+			}
+		}
+	}
+}
+
+// No data frame follows the close frame, whatever writes run beside
+// Close.
+func TestNoDataAfterCloseFrame(t *testing.T) {
+	u := &Upgrader{WriteBufferLimit: 64 << 20}
+	h := HandlerFuncs{Open: func(c *Conn) {
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c.WriteMessage(TextMessage, []byte("data")) != ErrCloseSent {
+				}
+			}()
+		}
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			c.Close(CloseNormalClosure, "")
+			wg.Wait()
+		}()
+	}}
+	for _, s := range serveAll(t, upgradeHandler(u, h)) {
+		rc := dialRaw(t, s.addr, "")
+		for {
+			op, _, _, _, err := rc.frame()
+			if err != nil {
+				t.Fatalf("%s: %v before the close frame", s.name, err)
+			}
+			if op == opClose {
+				break
+			}
+		}
+		rc.send(clientFrame(true, 0, opClose, testKey, closePayload(1000, "")))
+		if op, _, _, _, err := rc.frame(); err == nil {
+			t.Fatalf("%s: frame %d after the close frame", s.name, op)
+		}
 	}
 }

@@ -38,7 +38,7 @@ type Upgrader struct {
 	EnableCompression bool
 	// MaxMessageSize is the largest message accepted, in bytes (after
 	// decompression); past it the connection is closed with 1009. 0 means
-	// DefaultMaxMessageSize; < 0, no limit but the int64 range.
+	// DefaultMaxMessageSize; < 0, no limit (2^62).
 	MaxMessageSize int64
 	// WriteBufferLimit bounds the bytes queued for one connection, in
 	// bytes: a write that would pass it (with something queued already)
@@ -71,7 +71,7 @@ func (u *Upgrader) maxMessage() int64 {
 	case u.MaxMessageSize > 0:
 		return u.MaxMessageSize
 	case u.MaxMessageSize < 0:
-		return 1<<63 - 1
+		return 1 << 62 // no limit, with room for the arithmetic of limit+1
 	}
 	return DefaultMaxMessageSize
 }
@@ -145,6 +145,9 @@ func (u *Upgrader) selectSubprotocol(r *http.Request) string {
 	for _, v := range r.Header.Values("Sec-Websocket-Protocol") {
 		for _, p := range strings.Split(v, ",") {
 			p = strings.TrimSpace(p)
+			if !isToken(p) {
+				continue
+			}
 			for _, s := range u.Subprotocols {
 				if p == s {
 					return s
@@ -153,6 +156,21 @@ func (u *Upgrader) selectSubprotocol(r *http.Request) string {
 		}
 	}
 	return ""
+}
+
+// isToken reports whether s is an RFC 9110 token (a subprotocol must be
+// one).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // headerHasToken reports whether a comma-separated header holds token

@@ -16,14 +16,15 @@ typedef struct {
     uint8_t *tx;                /* to write */
     uint32_t txoff, txlen, txcap;
     uint64_t *ts;               /* echo: send times, depth entries */
+    int welcomed;               /* bcast: the server's 1-byte welcome came: joined */
     int want_out;
 } conn_t;
 
 static struct opts *O;
 static uint8_t *pat;
 static conn_t *cs;
-static int ep, nopen, nready, nconnecting, nextconn;
-static uint64_t hist[NBUCKET], nmsg, mismatches, ioerrs, deflated;
+static int ep, nopen, nready, nconnecting, nextconn, nwelcomed;
+static uint64_t hist[NBUCKET], nmsg, mismatches, ioerrs, negotiated, compressed;
 static int measuring;
 static uint64_t bsent, bdone, *bts; /* broadcast: published, completed, send times */
 static uint32_t *bcnt;              /* broadcast: receivers of each in-flight seq */
@@ -151,19 +152,25 @@ static void opened(conn_t *c) {
 static void on_message(conn_t *c, const uint8_t *p, uint64_t n, int rsv1) {
     uint64_t now = now_ns();
     if (O->mode == MODE_IDLE) {
-        if (rsv1) deflated++;
+        if (rsv1) compressed++;
         if ((!rsv1 && (n != (uint64_t)O->size || memcmp(p, expect(c->idx, 0), n))) || (rsv1 && n == 0)) mismatches++;
         c->recvd++;
         nready++;
         return;
     }
-    if (rsv1 || n != (uint64_t)O->size) { mismatches++; return; }
+    if (O->mode == MODE_BCAST && !c->welcomed && n == 1) n = O->size; /* the welcome, below */
+    else if (rsv1 || n != (uint64_t)O->size) { mismatches++; return; }
     if (O->mode == MODE_ECHO) {
         if (memcmp(p, expect(c->idx, c->recvd), n)) mismatches++;
         record(now - c->ts[c->recvd % O->depth]);
         c->recvd++;
         if (measuring) nmsg++;
         echo_send(c);
+        return;
+    }
+    if (!c->welcomed) { /* a 1-byte welcome when the server has joined c to the group */
+        c->welcomed = 1;
+        if (++nwelcomed == O->conns) publish();
         return;
     }
     uint64_t seq = c->recvd++;
@@ -237,7 +244,7 @@ static void on_readable(conn_t *c) {
             if (!end) continue;
             if (c->rxlen < 12 || memcmp(c->rx, "HTTP/1.1 101", 12)) { die_conn(c); return; }
             uint32_t hl = end + 4 - c->rx;
-            if (O->deflate && memmem(c->rx, hl, "permessage-deflate", 18)) deflated++;
+            if (O->deflate && memmem(c->rx, hl, "permessage-deflate", 18)) negotiated++;
             memmove(c->rx, c->rx + hl, c->rxlen - hl);
             c->rxlen -= hl;
             opened(c);
@@ -327,13 +334,14 @@ int run(struct opts *o) {
     if (ioerrs) { fprintf(stderr, "wsload: %lu connections failed\n", (unsigned long)ioerrs); return 1; }
     if (o->mode == MODE_IDLE) {
         while (nready < o->conns && now_ns() - t0 < 120e9) poll_once(100);
-        printf("READY %d deflate=%lu mismatches=%lu\n", nready, (unsigned long)deflated, (unsigned long)mismatches);
+        printf("READY %d deflate_negotiated=%lu compressed_echoes=%lu mismatches=%lu\n", nready,
+               (unsigned long)negotiated, (unsigned long)compressed, (unsigned long)mismatches);
         fflush(stdout);
         uint64_t end = now_ns() + (uint64_t)(o->secs * 1e9);
         while (now_ns() < end) poll_once(100);
         return nready == o->conns && !mismatches ? 0 : 1;
     }
-    if (o->mode == MODE_BCAST) publish();
+    /* bcast: the first broadcast goes out once every connection is welcomed */
     uint64_t w = now_ns() + (uint64_t)(o->warm * 1e9);
     while (now_ns() < w) poll_once(10);
     measuring = 1;
@@ -344,9 +352,10 @@ int run(struct opts *o) {
     measuring = 0;
     double el = (now_ns() - s0) / 1e9, tick = sysconf(_SC_CLK_TCK);
     double srv = o->pid ? (proc_cpu_ticks(o->pid) - p0) / tick / el * 100 : -1;
-    printf("mode=%s conns=%d size=%d depth=%d msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f srv_cpu=%.0f cli_cpu=%.0f "
-           "mismatches=%lu ioerrs=%lu\n",
+    printf("mode=%s conns=%d size=%d depth=%d msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f srv_cpu=%.0f "
+           "srv_ns_per_msg=%.0f cli_cpu=%.0f mismatches=%lu ioerrs=%lu\n",
            o->mode == MODE_ECHO ? "echo" : "bcast", o->conns, o->size, o->depth, nmsg / el, pct(0.5), pct(0.99), srv,
+           nmsg && srv >= 0 ? srv / 100 * el * 1e9 / nmsg : -1,
            (self_cpu() - c0) / el * 100, (unsigned long)mismatches, (unsigned long)ioerrs);
     return mismatches || ioerrs || !nmsg ? 1 : 0;
 }

@@ -14,7 +14,7 @@ func repeat(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
 
 // echoCase sends one message of op and wants it echoed.
 func echoCase(id, desc string, op byte, payload []byte, chop int) Case {
-	return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 		s.SendFrames(chop, false, Msg(op, payload))
 		return Expect{OK: []Obs{obsOf(op, payload)}}
 	}}
@@ -30,7 +30,7 @@ func obsOf(op byte, b []byte) Obs {
 // failCase sends fs (chopped) and wants the connection failed, after
 // echoing echoed (or, NON-STRICT, failed before echoing them).
 func failCase(id, desc string, chop int, frameWise bool, echoed []Obs, fs ...Frame) Case {
-	return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 		s.SendFrames(chop, frameWise, fs...)
 		e := Expect{OK: echoed, Fail: true}
 		if len(echoed) > 0 {
@@ -66,13 +66,13 @@ func Section2() []Case {
 	pong := func(p []byte) Frame { return Msg(OpPong, p) }
 	bin := []byte{0, 0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0, 0xff}
 	one := func(id, desc string, p []byte, chop int) Case {
-		return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+		return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 			s.SendFrames(chop, false, ping(p))
 			return Expect{OK: []Obs{Pong(p)}}
 		}}
 	}
 	ten := func(id string, chop int) Case {
-		return Case{ID: id, Desc: "10 pings with payloads", Run: func(s *Session) Expect {
+		return Case{ID: id, Desc: "10 pings with payloads", Run: func(s *Client) Expect {
 			var fs []Frame
 			var want []Obs
 			for i := range 10 {
@@ -91,15 +91,15 @@ func Section2() []Case {
 		one("2.4", "ping with a 125-byte payload", repeat(0xfe, 125), 0),
 		failCase("2.5", "ping with a 126-byte payload", 0, false, nil, ping(repeat(0xfe, 126))),
 		one("2.6", "ping with a 125-byte payload sent a byte at a time", repeat(0xfe, 125), 1),
-		{ID: "2.7", Desc: "unsolicited pong without payload", Run: func(s *Session) Expect {
+		{ID: "2.7", Desc: "unsolicited pong without payload", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, pong(nil))
 			return Expect{}
 		}},
-		{ID: "2.8", Desc: "unsolicited pong with payload", Run: func(s *Session) Expect {
+		{ID: "2.8", Desc: "unsolicited pong with payload", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, pong([]byte("unsolicited pong payload")))
 			return Expect{}
 		}},
-		{ID: "2.9", Desc: "unsolicited pong, then a ping", Run: func(s *Session) Expect {
+		{ID: "2.9", Desc: "unsolicited pong, then a ping", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, pong([]byte("unsolicited pong payload")), ping([]byte("ping payload")))
 			return Expect{OK: []Obs{Pong([]byte("ping payload"))}}
 		}},

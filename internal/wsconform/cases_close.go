@@ -10,7 +10,7 @@ import (
 // closeWith sends fs, the first a close frame, and wants no further
 // observation and the server's close with one of codes.
 func closeWith(id, desc string, codes []int, fs ...Frame) Case {
-	return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 		s.mu.Lock()
 		s.closeSent = true
 		s.mu.Unlock()
@@ -28,7 +28,7 @@ func Section7() []Case {
 	hello := []byte("Hello World!")
 	normal := []int{1000}
 	cs := []Case{
-		{ID: "7.1.1", Desc: "text, then a clean close", Run: func(s *Session) Expect {
+		{ID: "7.1.1", Desc: "text, then a clean close", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, Msg(OpText, hello))
 			return Expect{OK: []Obs{Text(hello)}}
 		}},
@@ -37,7 +37,7 @@ func Section7() []Case {
 		closeWith("7.1.4", "close, then text: no echo", normal, CloseFrame(1000, ""), Msg(OpText, hello)),
 		closeWith("7.1.5", "text fragment, close, continuation: no echo", normal,
 			frag(OpText, false, "fragment1"), CloseFrame(1000, ""), frag(OpCont, true, "fragment2")),
-		{ID: "7.1.6", Desc: "256 KiB text, close, ping, back to back", Run: func(s *Session) Expect {
+		{ID: "7.1.6", Desc: "256 KiB text, close, ping, back to back", Run: func(s *Client) Expect {
 			s.mu.Lock()
 			s.closeSent = true
 			s.mu.Unlock()
@@ -51,7 +51,7 @@ func Section7() []Case {
 		closeWith("7.3.5", "close 1000 with a 123-byte reason", normal, CloseFrame(1000, strings.Repeat("*", 123))),
 		failCase("7.3.6", "close 1000 with a 124-byte reason (payload 126)", 0, false, nil,
 			CloseFrame(1000, strings.Repeat("*", 124))),
-		{ID: "7.5.1", Desc: "close 1000 with a reason that is not UTF-8", Run: func(s *Session) Expect {
+		{ID: "7.5.1", Desc: "close 1000 with a reason that is not UTF-8", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, rawClose(append(codePayload(1000), "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80\x65\x64\x69\x74\x65\x64"...)))
 			return Expect{Fail: true, Codes: []int{1002, 1007}}
 		}},
@@ -85,7 +85,7 @@ func sizeName(n int) string {
 // roundTrips sends count messages of size bytes, each after the echo of
 // the one before.
 func roundTrips(id string, op byte, size, count int) Case {
-	return Case{ID: id, Desc: fmt.Sprintf("%d messages of %s, one at a time", count, sizeName(size)), Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: fmt.Sprintf("%d messages of %s, one at a time", count, sizeName(size)), Run: func(s *Client) Expect {
 		p := repeat(map[byte]byte{OpText: '*', OpBinary: 0xfe}[op], size)
 		var want []Obs
 		start := time.Now()
@@ -115,7 +115,7 @@ func Section9() []Case {
 		for i, f := range frags {
 			id := fmt.Sprintf("9.%d.%d", 3+k, i+1)
 			p := repeat(fill, 1<<20)
-			cs = append(cs, Case{ID: id, Desc: kind + " 1M in fragments of " + sizeName(f), Run: func(s *Session) Expect {
+			cs = append(cs, Case{ID: id, Desc: kind + " 1M in fragments of " + sizeName(f), Run: func(s *Client) Expect {
 				s.SendMessage(op, p, f)
 				return Expect{OK: []Obs{obsOf(op, p)}}
 			}})
@@ -133,7 +133,7 @@ func Section9() []Case {
 // Section10 is miscellaneous: a message the client fragments itself.
 func Section10() []Case {
 	p := repeat('*', 65536)
-	return []Case{{ID: "10.1.1", Desc: "text of 64K in frames of 1300", Run: func(s *Session) Expect {
+	return []Case{{ID: "10.1.1", Desc: "text of 64K in frames of 1300", Run: func(s *Client) Expect {
 		s.SendMessage(OpText, p, 1300)
 		return Expect{OK: []Obs{Text(p)}}
 	}}}

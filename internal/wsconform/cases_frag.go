@@ -11,7 +11,7 @@ func Section5() []Case {
 	ping := Msg(OpPing, []byte("ping payload"))
 	withPing := append([]Obs{Pong([]byte("ping payload"))}, whole...)
 	echo := func(id, desc string, chop int, frameWise bool, want []Obs, fs ...Frame) Case {
-		return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+		return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 			s.SendFrames(chop, frameWise, fs...)
 			return Expect{OK: want}
 		}}
@@ -48,7 +48,7 @@ func Section5() []Case {
 		failCase("5.18", "text fragment, then a new text frame", 0, false, nil, f1, frag(OpText, true, "fragment2")),
 	)
 	five := func(id string, frameWise bool) Case {
-		return Case{ID: id, Desc: "text in 5 fragments, pings between, a pause", Run: func(s *Session) Expect {
+		return Case{ID: id, Desc: "text in 5 fragments, pings between, a pause", Run: func(s *Client) Expect {
 			p1, p2 := Msg(OpPing, []byte("pongme 1!")), Msg(OpPing, []byte("pongme 2!"))
 			s.SendFrames(0, frameWise, frag(OpText, false, "fragment1"), frag(OpCont, false, "fragment2"), p1,
 				frag(OpCont, false, "fragment3"))

@@ -14,7 +14,7 @@ var kosme = []byte("\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5")
 // connection must fail with 1007.
 func utf8Case(id string, payload []byte, chop int) Case {
 	valid := utf8.Valid(payload)
-	return Case{ID: id, Desc: fmt.Sprintf("text %x (valid %v)", payload, valid), Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: fmt.Sprintf("text %x (valid %v)", payload, valid), Run: func(s *Client) Expect {
 		s.SendFrames(chop, false, Msg(OpText, payload))
 		if valid {
 			return Expect{OK: []Obs{Text(payload)}}
@@ -27,7 +27,7 @@ func utf8Case(id string, payload []byte, chop int) Case {
 // encoded frames), waits for the server to fail, then sends b: failing only
 // after b is NON-STRICT.
 func failFast(id, desc string, b []byte, a ...[]byte) Case {
-	return Case{ID: id, Desc: desc, Run: func(s *Session) Expect {
+	return Case{ID: id, Desc: desc, Run: func(s *Client) Expect {
 		for _, part := range a {
 			s.Send(part, 0)
 			time.Sleep(5 * time.Millisecond)
@@ -55,16 +55,16 @@ func Section6() []Case {
 	hello := []byte("Hello-\xc2\xb5@\xc3\x9f\xc3\xb6\xc3\xa4\xc3\xbc\xc3\xa0\xc3\xa1-UTF-8!!")
 	cs := []Case{
 		utf8Case("6.1.1", nil, 0),
-		{ID: "6.1.2", Desc: "3 empty text fragments", Run: func(s *Session) Expect {
+		{ID: "6.1.2", Desc: "3 empty text fragments", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, frag(OpText, false, ""), frag(OpCont, false, ""), frag(OpCont, true, ""))
 			return Expect{OK: []Obs{Text(nil)}}
 		}},
-		{ID: "6.1.3", Desc: "empty, non-empty, empty text fragments", Run: func(s *Session) Expect {
+		{ID: "6.1.3", Desc: "empty, non-empty, empty text fragments", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, frag(OpText, false, ""), frag(OpCont, false, "middle frame payload"), frag(OpCont, true, ""))
 			return Expect{OK: []Obs{Text([]byte("middle frame payload"))}}
 		}},
 		utf8Case("6.2.1", hello, 0),
-		{ID: "6.2.2", Desc: "valid UTF-8 in 2 fragments split at a code point", Run: func(s *Session) Expect {
+		{ID: "6.2.2", Desc: "valid UTF-8 in 2 fragments split at a code point", Run: func(s *Client) Expect {
 			s.SendFrames(0, false, Frame{Op: OpText, Payload: hello[:7]}, Frame{Fin: true, Op: OpCont, Payload: hello[7:]})
 			return Expect{OK: []Obs{Text(hello)}}
 		}},

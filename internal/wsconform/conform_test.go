@@ -17,7 +17,8 @@ type target struct {
 func targets() []target {
 	return []target{
 		{"gorilla/net-http", false, func(t *testing.T) string { return serveStd(t, gorillaEcho(true)) }},
-		{"gorilla/uringhttp", true, func(t *testing.T) string { return serveUringhttp(t, gorillaEcho(true)) }},
+		{"uringws/uringhttp", true, func(t *testing.T) string { return serveUringhttp(t, uringwsEcho()) }},
+		{"uringws/net-http", true, func(t *testing.T) string { return serveStd(t, uringwsEcho()) }},
 	}
 }
 
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 	ts := targets()
 	for _, tg := range ts {
 		addr := tg.start(t)
-		results[tg.name] = Run(Config{Addr: addr, Parallel: 8}, cases)
+		results[tg.name] = Run(Config{Addr: addr, Parallel: 16}, cases)
 		t.Logf("%s:\n%s", tg.name, Summary(results[tg.name]))
 	}
 	base := results[ts[0].name]

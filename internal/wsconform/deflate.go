@@ -178,7 +178,7 @@ func (r *rxDeflate) inflate(p []byte) ([]byte, error) {
 
 // SendMessage sends msg as op, compressed when permessage-deflate was
 // agreed, in frames of frag payload bytes (0: one frame).
-func (s *Session) SendMessage(op byte, msg []byte, frag int) error {
+func (s *Client) SendMessage(op byte, msg []byte, frag int) error {
 	rsv := byte(0)
 	if s.tx != nil {
 		msg, rsv = s.tx.compress(msg), RSV1

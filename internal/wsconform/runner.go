@@ -48,9 +48,13 @@ type Case struct {
 	ID    string
 	Desc  string
 	Offer string // Sec-WebSocket-Extensions to offer; "" none
-	// NeedDeflate: without permessage-deflate the case is UNIMPLEMENTED.
-	NeedDeflate bool
-	Run         func(s *Session) Expect
+	// NeedDeflate: without permessage-deflate the case is UNIMPLEMENTED,
+	// unless DeclineOK: every offer asks for what a server may decline
+	// (RFC 7692 section 7.1.2.1: a server that does not support
+	// server_max_window_bits declines the offer), and the case runs
+	// uncompressed.
+	NeedDeflate, DeclineOK bool
+	Run         func(s *Client) Expect
 }
 
 // Section is the case's top-level section ("1" for "1.1.2").
@@ -107,10 +111,14 @@ func runCase(cfg Config, c Case) Result {
 		return Result{Verdict: Failed, Note: err.Error()}
 	}
 	defer s.Close()
-	if c.NeedDeflate && !s.Deflate() {
+	declined := c.NeedDeflate && !s.Deflate()
+	if declined && !c.DeclineOK {
 		return Result{Verdict: Unimplemented, Note: "permessage-deflate not accepted"}
 	}
 	e := c.Run(s)
+	if declined {
+		e.Note = strings.TrimSpace(e.Note + " declined an offer it cannot honour; echoed uncompressed")
+	}
 	if !e.Fail {
 		s.WaitObs(len(e.OK), cfg.Timeout)
 		s.mu.Lock()
@@ -129,7 +137,7 @@ func runCase(cfg Config, c Case) Result {
 }
 
 // judge compares what the server did with e.
-func judge(s *Session, e Expect, dropped bool) (Verdict, string) {
+func judge(s *Client, e Expect, dropped bool) (Verdict, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.badFrame != "" {

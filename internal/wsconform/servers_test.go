@@ -16,6 +16,7 @@ import (
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/uringhttp"
+	"github.com/uringrt/uringrt/uringws"
 )
 
 // utf8Stream validates UTF-8 as it arrives, so that an echo server fails a
@@ -118,4 +119,14 @@ func serveUringhttp(t *testing.T, h http.Handler) string {
 		rt.Close()
 	})
 	return ln.Addr().(*net.TCPAddr).String()
+}
+
+// uringwsEcho is uringws's echo: every message written back from its
+// callback, compression accepted, messages up to 16 MiB.
+func uringwsEcho() http.Handler {
+	up := &uringws.Upgrader{EnableCompression: true, MaxMessageSize: 16 << 20}
+	h := uringws.HandlerFuncs{Message: func(c *uringws.Conn, t uringws.MessageType, data []byte) {
+		c.WriteMessage(t, data)
+	}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { up.Upgrade(w, r, h) })
 }

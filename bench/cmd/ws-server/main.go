@@ -1,6 +1,7 @@
 // Command ws-server is one WebSocket server of the WebSocket benchmarks,
 // the same behaviour on each library: /echo writes every message back,
-// /bcast joins the broadcast group and every message a member sends goes to
+// /bcast joins the broadcast group, sends the new member a 1-byte text
+// message ("j") once it is in, and every message a member sends goes to
 // all members (encoded once where the library can: gorilla's and uringws's
 // prepared messages).
 //
@@ -8,7 +9,7 @@
 //
 // -stats-addr serves, on Go's net/http, /stats: the goroutine count after a
 // collection that returns freed memory to the OS, so that the RSS a script
-// reads next from /proc is the live heap's.
+// reads next from /proc is the live heap's; and /debug/pprof/.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -45,11 +47,12 @@ func main() {
 	}
 	if *stats != "" {
 		go func() {
-			log.Fatal(http.ListenAndServe(*stats, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 				runtime.GC()
 				debug.FreeOSMemory()
 				fmt.Fprintf(w, "goroutines %d\n", runtime.NumGoroutine())
-			})))
+			})
+			log.Fatal(http.ListenAndServe(*stats, nil)) // /stats and net/http/pprof's /debug/pprof/
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "ws-server %s listening on %s\n", *server, *addr)

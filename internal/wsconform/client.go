@@ -34,8 +34,8 @@ func Text(s []byte) Obs   { return Obs{"text", s} }
 func Binary(b []byte) Obs { return Obs{"binary", b} }
 func Pong(b []byte) Obs   { return Obs{"pong", b} }
 
-// Session is one connection of the suite's client to the server under test.
-type Session struct {
+// Client is one connection of the suite's client to the server under test.
+type Client struct {
 	conn    net.Conn
 	br      *bufio.Reader
 	deflate *deflateParams // nil: not negotiated
@@ -53,7 +53,7 @@ type Session struct {
 
 // Dial connects to addr, upgrades on path offering the extension header
 // offer ("" offers none) and starts reading what the server sends.
-func Dial(addr, path, offer string, timeout time.Duration) (*Session, error) {
+func Dial(addr, path, offer string, timeout time.Duration) (*Client, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func Dial(addr, path, offer string, timeout time.Duration) (*Session, error) {
 		c.Close()
 		return nil, errors.New("handshake: wrong Sec-WebSocket-Accept")
 	}
-	s := &Session{conn: c, br: br}
+	s := &Client{conn: c, br: br}
 	s.cond = sync.NewCond(&s.mu)
 	if ext := resp.Header.Values("Sec-WebSocket-Extensions"); len(ext) > 0 {
 		p, err := parseDeflateResponse(ext, offer)
@@ -105,11 +105,11 @@ func Dial(addr, path, offer string, timeout time.Duration) (*Session, error) {
 }
 
 // Deflate reports whether permessage-deflate was negotiated.
-func (s *Session) Deflate() bool { return s.deflate != nil }
+func (s *Client) Deflate() bool { return s.deflate != nil }
 
 // Send writes b in pieces of chop bytes (0: at once); pieces of 16 bytes or
 // less are spaced a little apart so that the server reads them one by one.
-func (s *Session) Send(b []byte, chop int) error {
+func (s *Client) Send(b []byte, chop int) error {
 	if chop <= 0 || chop >= len(b) {
 		_, err := s.conn.Write(b)
 		return err
@@ -129,7 +129,7 @@ func (s *Session) Send(b []byte, chop int) error {
 
 // SendFrames writes fs, each chopped into chop bytes; frameWise writes each
 // frame on its own with a pause after it.
-func (s *Session) SendFrames(chop int, frameWise bool, fs ...Frame) error {
+func (s *Client) SendFrames(chop int, frameWise bool, fs ...Frame) error {
 	if !frameWise {
 		return s.Send(Frames(fs...), chop)
 	}
@@ -143,7 +143,7 @@ func (s *Session) SendFrames(chop int, frameWise bool, fs ...Frame) error {
 }
 
 // SendClose sends a close frame with code and reason (code 0: empty).
-func (s *Session) SendClose(code int, reason string) error {
+func (s *Client) SendClose(code int, reason string) error {
 	s.mu.Lock()
 	s.closeSent = true
 	s.mu.Unlock()
@@ -152,16 +152,16 @@ func (s *Session) SendClose(code int, reason string) error {
 
 // WaitObs waits until the server sent n observations, closed, or timeout
 // passed; it reports whether n arrived.
-func (s *Session) WaitObs(n int, timeout time.Duration) bool {
+func (s *Client) WaitObs(n int, timeout time.Duration) bool {
 	return s.waitFor(timeout, func() bool { return len(s.obs) >= n || s.eof })
 }
 
 // WaitEOF waits until the server closes the connection or timeout passes.
-func (s *Session) WaitEOF(timeout time.Duration) bool {
+func (s *Client) WaitEOF(timeout time.Duration) bool {
 	return s.waitFor(timeout, func() bool { return s.eof })
 }
 
-func (s *Session) waitFor(timeout time.Duration, cond func() bool) bool {
+func (s *Client) waitFor(timeout time.Duration, cond func() bool) bool {
 	t := time.AfterFunc(timeout, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
 	defer t.Stop()
 	deadline := time.Now().Add(timeout)
@@ -174,23 +174,23 @@ func (s *Session) waitFor(timeout time.Duration, cond func() bool) bool {
 }
 
 // Observed returns a copy of what the server sent so far.
-func (s *Session) Observed() []Obs {
+func (s *Client) Observed() []Obs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Obs(nil), s.obs...)
 }
 
 // Close drops the connection.
-func (s *Session) Close() { s.conn.Close() }
+func (s *Client) Close() { s.conn.Close() }
 
-func (s *Session) add(o Obs) {
+func (s *Client) add(o Obs) {
 	s.mu.Lock()
 	s.obs = append(s.obs, o)
 	s.cond.Broadcast()
 	s.mu.Unlock()
 }
 
-func (s *Session) fault(msg string) {
+func (s *Client) fault(msg string) {
 	s.mu.Lock()
 	if s.badFrame == "" {
 		s.badFrame = msg
@@ -200,7 +200,7 @@ func (s *Session) fault(msg string) {
 
 // readLoop reads the server's frames until EOF, joining fragments,
 // inflating compressed messages and answering pings.
-func (s *Session) readLoop() {
+func (s *Client) readLoop() {
 	defer func() {
 		s.mu.Lock()
 		s.eof = true
@@ -275,7 +275,7 @@ func (s *Session) readLoop() {
 	}
 }
 
-func (s *Session) onClose(p []byte) {
+func (s *Client) onClose(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
