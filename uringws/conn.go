@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,34 @@ const (
 	stCloseSent uint32 = 1 << iota // our close frame is queued: no more writes
 	stCloseRecv                    // the peer's close frame arrived (or reading failed): no more input
 	stClosed                       // OnClose ran
+
+	// The bits from writerInc up count the data writes under way, so
+	// that the close frame goes out after them (RFC 6455 section 5.5.1:
+	// no data frame after it).
+	writerInc uint32 = 1 << 8
 )
+
+// beginWrite counts a data write in, or refuses it once the close frame
+// was sent.
+func (c *Conn) beginWrite() bool {
+	if c.state.Add(writerInc)&stCloseSent != 0 {
+		c.state.Add(^(writerInc - 1))
+		return false
+	}
+	return true
+}
+
+func (c *Conn) endWrite() { c.state.Add(^(writerInc - 1)) }
+
+// waitWriters waits for the data writes under way to be queued (on the
+// loop path they never block; on the goroutine path a write the peer
+// does not take is given up on after a while).
+func (c *Conn) waitWriters() {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for c.state.Load() >= writerInc && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+}
 
 // closeWait bounds how long a close frame we sent waits for the peer's
 // before the TCP connection is closed anyway.
@@ -102,9 +130,10 @@ func (c *Conn) WriteMessage(t MessageType, data []byte) error {
 	default:
 		return ErrBadMessageType
 	}
-	if c.state.Load()&stCloseSent != 0 {
+	if !c.beginWrite() {
 		return ErrCloseSent
 	}
+	defer c.endWrite()
 	var bp *[]byte
 	if c.deflate && op < opClose {
 		bp = compressFrame(op, data)
@@ -176,6 +205,7 @@ func (c *Conn) sendClose(code int, reason string) bool {
 			break
 		}
 	}
+	c.waitWriters()
 	var f [maxControlPayload + 2]byte
 	b := f[:0]
 	if code != 0 {

@@ -175,6 +175,7 @@ func (rc *rawConn) readClose(answer bool) int {
 		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			rc.t.Fatalf("server did not close the TCP connection after its close frame")
 		}
+		rc.c.Close() // as a client does at the server's FIN
 		return code
 	}
 }

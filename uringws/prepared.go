@@ -52,9 +52,10 @@ func (pm *PreparedMessage) frame(deflate bool) []byte {
 // WritePrepared sends a prepared message, as WriteMessage does (same
 // errors), without encoding or compressing it again.
 func (c *Conn) WritePrepared(pm *PreparedMessage) error {
-	if c.state.Load()&stCloseSent != 0 {
+	if !c.beginWrite() {
 		return ErrCloseSent
 	}
+	defer c.endWrite()
 	err := c.send(pm.frame(c.deflate), pm.op < opClose)
 	if err == nil && pm.op < opClose {
 		c.active.Store(true)

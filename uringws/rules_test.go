@@ -319,3 +319,41 @@ func TestConcurrentWritersKeepMessagesWhole(t *testing.T) {
 		}
 	}
 }
+
+// No data frame follows the close frame, whatever writes run beside
+// Close.
+func TestNoDataAfterCloseFrame(t *testing.T) {
+	u := &Upgrader{WriteBufferLimit: 64 << 20}
+	h := HandlerFuncs{Open: func(c *Conn) {
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c.WriteMessage(TextMessage, []byte("data")) != ErrCloseSent {
+				}
+			}()
+		}
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			c.Close(CloseNormalClosure, "")
+			wg.Wait()
+		}()
+	}}
+	for _, s := range serveAll(t, upgradeHandler(u, h)) {
+		rc := dialRaw(t, s.addr, "")
+		for {
+			op, _, _, _, err := rc.frame()
+			if err != nil {
+				t.Fatalf("%s: %v before the close frame", s.name, err)
+			}
+			if op == opClose {
+				break
+			}
+		}
+		rc.send(clientFrame(true, 0, opClose, testKey, closePayload(1000, "")))
+		if op, _, _, _, err := rc.frame(); err == nil {
+			t.Fatalf("%s: frame %d after the close frame", s.name, op)
+		}
+	}
+}

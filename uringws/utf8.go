@@ -19,6 +19,15 @@ func (s *utf8State) write(p []byte) bool {
 	i := 0
 	for i < len(p) {
 		if need == 0 {
+			for i+32 <= len(p) {
+				q := p[i : i+32]
+				w := binary.LittleEndian.Uint64(q) | binary.LittleEndian.Uint64(q[8:]) |
+					binary.LittleEndian.Uint64(q[16:]) | binary.LittleEndian.Uint64(q[24:])
+				if w&0x8080808080808080 != 0 {
+					break
+				}
+				i += 32
+			}
 			for i+8 <= len(p) && binary.LittleEndian.Uint64(p[i:])&0x8080808080808080 == 0 {
 				i += 8
 			}
