@@ -25,6 +25,10 @@ import (
 //     only; elsewhere they return ErrNotInCallback (InboundBuffered 0).
 //   - SetValue, Value: in this connection's callbacks, or with the
 //     caller's own synchronization.
+//   - StartTLS (TLS server, crypto/tls doing the protocol; OnData then
+//     gets plaintext and every write is sealed on the loop): in its OnOpen
+//     or OnData; TLSConn in a callback after the handshake;
+//     TLSConnectionState anywhere. See StartTLS for what TLS costs.
 type CallbackConn struct {
 	fd *netFD
 	h  Handler
@@ -95,6 +99,8 @@ type CallbackConn struct {
 	// direct send (callback_direct.go).
 	dsend atomic.Int32
 
+	tlsp atomic.Pointer[tlsState] // TLS (tls_loop.go), nil without
+
 	// std backend: the net.Conn, and the rest of its state (std.go)
 	std net.Conn
 	sx  *stdCB
@@ -158,8 +164,9 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 	return c.fd.raddr()
 }
 
-// closeStd closes a BackendStd connection and lets its reader call OnClose.
-func (c *CallbackConn) closeStd() error {
+// closeStdRaw closes a BackendStd connection and lets its reader call
+// OnClose.
+func (c *CallbackConn) closeStdRaw() error {
 	c.stdEndTimers()
 	err := c.std.Close()
 	if c.sx != nil {
@@ -224,6 +231,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	if c.closing {
 		return
 	}
+	if t := c.tlsSt(); t != nil && c.tlsClose(t, err) {
+		return // tls_loop.go: a close that waits for the handshake
+	}
 	c.closing = true
 	c.closeErr = err
 	c.shutWrites()
@@ -240,6 +250,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 }
 
 func (c *CallbackConn) fail(err error) {
+	if t := c.tlsSt(); t != nil {
+		t.rc.end(true) // a handshake goroutine ends
+	}
 	c.outq.discard(c.l, c.sending())
 	if !c.closing {
 		c.closing = true
@@ -290,6 +303,12 @@ func (c *CallbackConn) maybeFinalize() {
 	err := c.closeErr
 	if err == errRuntimeClosed {
 		err = nil
+	}
+	if t := c.tlsSt(); t != nil {
+		c.tlsClosed(t)
+		if err == nil {
+			err = t.err // a failed handshake's
+		}
 	}
 	if c.blocking {
 		l.rt.pool.GoKey(uint64(c.fd.fd), func() { c.h.OnClose(c, err) })

@@ -285,7 +285,7 @@ func (b *body) decode(p []byte) (int, error) {
 				return 0, nil
 			}
 			end := trailerEnd(in)
-			hdr, err := parseHeader(string(in[:end]))
+			hdr, _, err := parseHeader(string(in[:end]))
 			if err != nil {
 				return 0, err
 			}

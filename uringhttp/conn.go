@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -132,6 +133,7 @@ func (h *hconn) setState(st http.ConnState) {
 // srvHandler is the callback handler of one Serve call.
 type srvHandler struct {
 	s    *Server
+	tls  *tls.Config     // ServeTLS's, or nil (tls.go)
 	ctx  context.Context // BaseContext with ServerContextKey
 	lctx atomic.Pointer[localCtx]
 }

@@ -82,6 +82,7 @@ func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
 	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
+	sh.startTLS(c)                      // tls.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)

@@ -189,6 +189,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
+	h.requestTLS(req) // tls.go
 	h.w = w
 	defer func() {
 		h.w = nil

@@ -8,8 +8,9 @@ import (
 )
 
 // parseHeader parses header lines up to the blank line, as net/textproto's
-// ReadMIMEHeader does.
-func parseHeader(s string) (http.Header, error) {
+// ReadMIMEHeader does; spaced reports a name with a space in it, the one
+// invalid name textproto keeps (the server refuses it).
+func parseHeader(s string) (h http.Header, spaced bool, err error) {
 	n := 0
 	for rest := s; ; {
 		var l string
@@ -21,16 +22,16 @@ func parseHeader(s string) (http.Header, error) {
 			n++
 		}
 	}
-	h := make(http.Header, n)
+	h = make(http.Header, n)
 	if s != "" && (s[0] == ' ' || s[0] == '\t') {
 		l, _ := nextLine(s)
 		if len(l) > 80 {
-			return nil, protoError("message too large")
+			return nil, false, protoError("message too large")
 		}
-		return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header initial line: %q", l))
+		return nil, false, textproto.ProtocolError(fmt.Sprintf("malformed MIME header initial line: %q", l))
 	}
 	if n == 0 {
-		return h, nil
+		return h, spaced, nil
 	}
 	strs := make([]string, n)
 	var kb [64]byte
@@ -38,10 +39,10 @@ func parseHeader(s string) (http.Header, error) {
 		var kv string
 		kv, s = nextLine(s)
 		if kv == "" {
-			return h, nil
+			return h, spaced, nil
 		}
 		if strings.IndexByte(kv, ':') < 0 {
-			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", kv))
+			return nil, false, textproto.ProtocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", kv))
 		}
 		kv = trimOWS(kv)
 		// Continuation lines (obs-fold) are joined with one space.
@@ -58,12 +59,13 @@ func parseHeader(s string) (http.Header, error) {
 		}
 		k, v, _ := strings.Cut(kv, ":")
 		key, ok := canonicalKey(k, kb[:0])
+		spaced = spaced || ok && strings.IndexByte(key, ' ') >= 0
 		if !ok {
-			return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
+			return nil, false, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
 		}
 		for i := 0; i < len(v); i++ {
 			if !validHeaderValueByte(v[i]) {
-				return nil, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
+				return nil, false, textproto.ProtocolError(fmt.Sprintf("malformed MIME header line: %q", kv))
 			}
 		}
 		value := strings.TrimLeft(v, " \t")
