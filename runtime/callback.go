@@ -61,15 +61,20 @@ type CallbackConn struct {
 	lingering bool // the close waits for the peer after its output left (callback_linger.go)
 	// hasDrainer: h is a Drainer whose OnDrained is set (callback_drain.go)
 	hasDrainer bool
+	// rtFull (the holder's, here to pack): a write in the callback was
+	// refused for MaxBufferedBytes
+	rtFull bool
 
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.
-	cb        atomic.Int32
+	cb atomic.Int32
+	// dsend (not the holder's, here to pack): who owns the socket's send
+	// side, the loop or a writer's direct send (callback_direct.go).
+	dsend     atomic.Int32
 	closeReq  bool // Close was called in a callback: closed when it returns
 	wroteInCB bool // a callback queued output: flush and check the caps after it
 	pauseReq  bool // a callback changed rdPaused: act on it after (callback_pause.go)
 	batching  bool // this callback's writes go to cbOut (callback_write.go)
-	rtFull    bool // a write in the callback was refused for MaxBufferedBytes
 	// Not the holder's, here to pack: rdPaused, the handler paused
 	// reading (PauseRead; finHeld above).
 	rdPaused  atomic.Bool
@@ -95,9 +100,6 @@ type CallbackConn struct {
 	// pendingWrites counts AsyncWrites posted and not yet taken by the
 	// loop: the fd is not closed while some are on their way.
 	pendingWrites atomic.Int32
-	// dsend: who owns the socket's send side, the loop or a writer's
-	// direct send (callback_direct.go).
-	dsend atomic.Int32
 
 	tlsp atomic.Pointer[tlsState] // TLS (tls_loop.go), nil without
 

@@ -184,7 +184,7 @@ func (c *CallbackConn) tlsShaken(t *tlsState, err error) {
 		p := t.pend
 		t.pend = nil
 		c.tlsSeal(t, p)
-		c.unpost(int64(len(p)))
+		c.posted.Add(-int64(len(p))) // (counted by tlsQueue)
 		c.markDirty()
 	}
 	if hs, ok := c.h.(TLSHandshaker); ok {

@@ -151,8 +151,20 @@ func (sh *srvHandler) OnTLSHandshake(c *uringrt.CallbackConn, err error) {
 	}
 	view := s.h2View()
 	go func() {
-		defer tc.Close()
 		fn(view, tc, handler)
+		tc.Close()
+		// StateClosed once, after the protocol's end: here when the
+		// connection already closed, else by its OnClose.
+		h.mu.Lock()
+		h.busy = false
+		rep := h.closed && !h.stDone
+		if rep {
+			h.stDone = true
+		}
+		h.mu.Unlock()
+		if rep {
+			h.setState(http.StateClosed)
+		}
 	}()
 }
 
