@@ -61,6 +61,8 @@ const (
 	dlRown                      // the handler set a read deadline: ReadTimeout no longer applies to its request
 	dlTimer                     // the connection's timeout timer is armed (timeouts.go)
 	dlCut400                    // ReadHeaderTimeout now would answer 400, as net/http (the partial head's last line)
+	dlNL1                       // the partial head holds a line end (its request line is whole)
+	dlNL2                       // and a second one (a header line is whole)
 )
 
 // dlIs reports whether deadline flag f is set (any goroutine).

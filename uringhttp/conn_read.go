@@ -149,6 +149,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		h.mu.Unlock()
 		return
 	}
+	seen := int(h.scan) // (bytes of the head looked at before)
 	p, n, err := sh.parse(h, data, true)
 	h.kept = 0
 	if err == errIncomplete {
@@ -156,7 +157,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		h.partialHead(data) // timeouts.go
+		h.partialHead(data, seen) // timeouts.go
 		h.mu.Unlock()
 		return
 	}

@@ -146,11 +146,18 @@ func TestTimeoutsOnTimeLikeNetHTTP(t *testing.T) {
 		}
 		std, ur := lat["net/http"], lat["uringhttp"]
 		t.Logf("%s %v: net/http closed after %v .. %v, uringhttp after %v .. %v", k.name, d, std[0].Round(time.Millisecond), std[n-1].Round(time.Millisecond), ur[0].Round(time.Millisecond), ur[n-1].Round(time.Millisecond))
-		if ur[0] < d {
+		// The client's clock starts once it has sent (or read) its last
+		// bytes, a little after the server's: a loaded machine shows
+		// closes a few tens of milliseconds "early" on both servers.
+		if ur[0] < d-d/20 {
 			t.Errorf("%s: uringhttp closed a connection after %v, before the timeout (%v)", k.name, ur[0], d)
 		}
-		if late := ur[n-1] - std[n-1]; late > d/10 {
-			t.Errorf("%s: uringhttp's latest close came %v after net/http's latest (timeout %v), want within %v", k.name, late, d, d/10)
+		// The bound tells a timeout on time from one a sweep's period late
+		// (half the timeout); the tenth of it that the attack benchmark
+		// holds uringhttp to is too tight for -race on a loaded machine,
+		// where one server's goroutines lag the other's by 100 ms and more.
+		if late := ur[n-1] - std[n-1]; late > d/4 {
+			t.Errorf("%s: uringhttp's latest close came %v after net/http's latest (timeout %v), want within %v", k.name, late, d, d/4)
 		}
 	}
 }
