@@ -25,6 +25,10 @@ import (
 //     only; elsewhere they return ErrNotInCallback (InboundBuffered 0).
 //   - SetValue, Value: in this connection's callbacks, or with the
 //     caller's own synchronization.
+//   - StartTLS (TLS server, crypto/tls doing the protocol; OnData then
+//     gets plaintext and every write is sealed on the loop): in its OnOpen
+//     or OnData; TLSConn in a callback after the handshake;
+//     TLSConnectionState anywhere. See StartTLS for what TLS costs.
 type CallbackConn struct {
 	fd *netFD
 	h  Handler
@@ -57,15 +61,20 @@ type CallbackConn struct {
 	lingering bool // the close waits for the peer after its output left (callback_linger.go)
 	// hasDrainer: h is a Drainer whose OnDrained is set (callback_drain.go)
 	hasDrainer bool
+	// rtFull (the holder's, here to pack): a write in the callback was
+	// refused for MaxBufferedBytes
+	rtFull bool
 
 	// In a callback (callback_write.go): cb is the callback state, and the
 	// fields after it are touched only by the caller that holds it.
-	cb        atomic.Int32
+	cb atomic.Int32
+	// dsend (not the holder's, here to pack): who owns the socket's send
+	// side, the loop or a writer's direct send (callback_direct.go).
+	dsend     atomic.Int32
 	closeReq  bool // Close was called in a callback: closed when it returns
 	wroteInCB bool // a callback queued output: flush and check the caps after it
 	pauseReq  bool // a callback changed rdPaused: act on it after (callback_pause.go)
 	batching  bool // this callback's writes go to cbOut (callback_write.go)
-	rtFull    bool // a write in the callback was refused for MaxBufferedBytes
 	// Not the holder's, here to pack: rdPaused, the handler paused
 	// reading (PauseRead; finHeld above).
 	rdPaused  atomic.Bool
@@ -91,9 +100,8 @@ type CallbackConn struct {
 	// pendingWrites counts AsyncWrites posted and not yet taken by the
 	// loop: the fd is not closed while some are on their way.
 	pendingWrites atomic.Int32
-	// dsend: who owns the socket's send side, the loop or a writer's
-	// direct send (callback_direct.go).
-	dsend atomic.Int32
+
+	tlsp atomic.Pointer[tlsState] // TLS (tls_loop.go), nil without
 
 	// std backend: the net.Conn, and the rest of its state (std.go)
 	std net.Conn
@@ -158,8 +166,9 @@ func (c *CallbackConn) RemoteAddr() net.Addr {
 	return c.fd.raddr()
 }
 
-// closeStd closes a BackendStd connection and lets its reader call OnClose.
-func (c *CallbackConn) closeStd() error {
+// closeStdRaw closes a BackendStd connection and lets its reader call
+// OnClose.
+func (c *CallbackConn) closeStdRaw() error {
 	c.stdEndTimers()
 	err := c.std.Close()
 	if c.sx != nil {
@@ -224,6 +233,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 	if c.closing {
 		return
 	}
+	if t := c.tlsSt(); t != nil && c.tlsClose(t, err) {
+		return // tls_loop.go: a close that waits for the handshake
+	}
 	c.closing = true
 	c.closeErr = err
 	c.shutWrites()
@@ -240,6 +252,9 @@ func (c *CallbackConn) closeOnLoop(err error) {
 }
 
 func (c *CallbackConn) fail(err error) {
+	if t := c.tlsSt(); t != nil {
+		t.rc.end(true) // a handshake goroutine ends
+	}
 	c.outq.discard(c.l, c.sending())
 	if !c.closing {
 		c.closing = true
@@ -290,6 +305,12 @@ func (c *CallbackConn) maybeFinalize() {
 	err := c.closeErr
 	if err == errRuntimeClosed {
 		err = nil
+	}
+	if t := c.tlsSt(); t != nil {
+		c.tlsClosed(t)
+		if err == nil {
+			err = t.err // a failed handshake's
+		}
 	}
 	if c.blocking {
 		l.rt.pool.GoKey(uint64(c.fd.fd), func() { c.h.OnClose(c, err) })

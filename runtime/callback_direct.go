@@ -58,7 +58,7 @@ const (
 // the connection's output, or (the loop exited) dropped.
 func (c *CallbackConn) sendDirect(p []byte) bool {
 	l := c.l
-	if !l.rt.direct || c.blocking || !l.sleeping.Load() || l.rt.cfg.IdleTimeout > 0 {
+	if !l.rt.direct || c.blocking || !l.sleeping.Load() || l.rt.cfg.IdleTimeout > 0 || c.tlsSt() != nil {
 		// (IdleTimeout: the idle sweep reads progress from loop-owned
 		// state that a writer off the loop does not set.)
 		return false

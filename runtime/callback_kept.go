@@ -123,7 +123,7 @@ func (f *frameState) inKept(data []byte) bool {
 // missing; nil otherwise (loop only, c not a MayBlocker).
 func (c *CallbackConn) directRoom() []byte {
 	f := &c.frame
-	if c.blocking || f.want-len(f.kept) < directMin || f.fresh > 0 {
+	if c.blocking || f.want-len(f.kept) < directMin || f.fresh > 0 || c.tlsSt() != nil {
 		return nil
 	}
 	return f.kept[len(f.kept):f.want]

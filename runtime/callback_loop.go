@@ -1,6 +1,8 @@
 package uringrt
 
 import (
+	"crypto/tls"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/uringrt/uringrt/netpoll"
@@ -22,7 +24,13 @@ type loopCB struct {
 	serving    []*listener // listeners Serve accepts on with this loop (op_accept.go)
 
 	chunks chunkPool // output queue chunks (outq.go)
-	sends  []*cbSend // free sends of callback conns (op_cb_send.go)
+	// TLS (tls_guts.go): the record buffer lent to a tls.Conn's rawInput
+	// (to tlsLent now), the plaintext buffer for OnData
+	tlsRaw       []byte
+	tlsLent      *tls.Conn
+	tlsPlain     []byte
+	tlsPlainBusy bool
+	sends        []*cbSend // free sends of callback conns (op_cb_send.go)
 	// sendIov, sendMsg: a loop send's sendmsg(2) (callback_loopsend.go)
 	sendIov   []unix.Iovec
 	sendMsg   unix.Msghdr

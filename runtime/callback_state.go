@@ -174,6 +174,9 @@ func (c *CallbackConn) afterCB() {
 	if c.pauseReq {
 		c.afterPauseCB() // callback_pause.go
 	}
+	if t := c.tlsSt(); t != nil && t.kept {
+		c.tlsTakeKept() // tls_loop.go: StartTLS in OnData
+	}
 	if c.closeReq {
 		c.closeReq = false
 		c.closeOnLoop(nil)

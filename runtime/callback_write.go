@@ -323,6 +323,10 @@ func (c *CallbackConn) queue(p []byte, noCopy bool) {
 	if c.finalized || c.closing && c.closeErr != nil && c.closeErr != io.EOF {
 		return
 	}
+	if t := c.tlsSt(); t != nil {
+		c.tlsQueue(t, p) // tls_loop.go: sealed here, in the queue's order
+		return
+	}
 	if !noCopy || !c.tryLend(p) { // lend.go: the buffers OnData got, without a copy
 		c.outq.write(c.l, p)
 	}

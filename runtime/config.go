@@ -247,4 +247,8 @@ type Config struct {
 	// echo's msgs/s to 0.80x of the whole-buffer ring at the same CPU per
 	// message, while bulk transfer used 0.84x the CPU.
 	IncrementalBuffers bool
+
+	// tlsKeepBuffers leaves crypto/tls's buffers as crypto/tls keeps them
+	// (tls_guts.go), to measure what taking them back saves.
+	tlsKeepBuffers bool
 }

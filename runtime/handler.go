@@ -128,6 +128,8 @@ type HandlerFuncs struct {
 	Drained func(c *CallbackConn)
 	// Blocking marks the callbacks as possibly blocking (see MayBlocker).
 	Blocking bool
+	// TLSHandshake, when set, is OnTLSHandshake (see TLSHandshaker).
+	TLSHandshake func(c *CallbackConn, err error)
 }
 
 // OnOpen calls h.Open if set.
@@ -165,6 +167,13 @@ func (h HandlerFuncs) OnReadEOF(c *CallbackConn) bool {
 func (h HandlerFuncs) OnDrained(c *CallbackConn) {
 	if h.Drained != nil {
 		h.Drained(c)
+	}
+}
+
+// OnTLSHandshake calls h.TLSHandshake if set (see TLSHandshaker).
+func (h HandlerFuncs) OnTLSHandshake(c *CallbackConn, err error) {
+	if h.TLSHandshake != nil {
+		h.TLSHandshake(c, err)
 	}
 }
 

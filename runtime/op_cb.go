@@ -165,7 +165,7 @@ func (c *CallbackConn) onRecv(o *op) {
 // output is sent, with OnClose(c, io.EOF). For a MayBlocker handler both
 // come after the OnData calls still queued on c's worker, so the replies
 // they write to the bytes before the FIN are sent, not refused.
-func (c *CallbackConn) readEOF() {
+func (c *CallbackConn) readEOFPlain() {
 	hc, ok := c.h.(HalfCloser)
 	if c.closing || !ok && !c.blocking {
 		c.closeOnLoop(io.EOF)

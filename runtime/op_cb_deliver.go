@@ -49,7 +49,7 @@ func (c *CallbackConn) deliverOffered(data []byte, first, n uint16) bool {
 	return c.l.endOffer()
 }
 
-func (c *CallbackConn) deliver(data []byte) {
+func (c *CallbackConn) deliverPlain(data []byte) {
 	if c.blocking {
 		cp := append([]byte(nil), data...)
 		c.noteBlockedInput(len(cp)) // budget.go

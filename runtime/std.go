@@ -198,6 +198,12 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		h.OnClose(cc, closeErr)
 	}()
 	h.OnOpen(cc)
+	rd := c // the net.Conn, or its tls.Conn after StartTLS (tls_std.go)
+	if ok, err := cc.stdTLSStep(&rd); err != nil || !ok {
+		closeErr = err
+		cc.stdDetached(ok)
+		return
+	}
 	buf := make([]byte, rt.cfg.BufferSize)
 	resumed := true // the reader starts a Read after doing something else
 	for {
@@ -217,7 +223,7 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		if room := cc.directRoom(); room != nil {
 			rbuf = room // callback_kept.go: a large frame, straight into the kept input
 		}
-		n, err := c.Read(rbuf)
+		n, err := rd.Read(rbuf)
 		if cc.sx.closing.Load() {
 			// Closing: what the peer sends is dropped until its FIN
 			// or the linger's close (std_close.go).
@@ -229,6 +235,11 @@ func (rt *Runtime) runStdCallback(cc *CallbackConn) {
 		}
 		if n > 0 {
 			cc.stdOnData(rbuf[:n])
+			if ok, err := cc.stdTLSStep(&rd); err != nil || !ok {
+				closeErr = err
+				cc.stdDetached(ok)
+				return
+			}
 		}
 		if err != nil {
 			readErr = err

@@ -67,6 +67,9 @@ func (c *CallbackConn) stdLinger() {
 			return
 		}
 	}
+	if t := c.tlsSt(); t != nil && t.done.Load() && !t.std.clear.Load() && t.std.closed.CompareAndSwap(false, true) {
+		t.tc.CloseWrite() // tls_std.go: close_notify before the FIN
+	}
 	if cw, ok := c.std.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}

@@ -117,7 +117,7 @@ func (sc *stdConn) readExpired() (end bool, err error) {
 
 // stdWrite is Write under BackendStd: it writes all of p to the net.Conn
 // (writers take turns on sx.mu), under the write timeout if one is set.
-func (c *CallbackConn) stdWrite(p []byte) (int, error) {
+func (c *CallbackConn) stdWritePlain(p []byte) (int, error) {
 	sc, ok := c.std.(*stdConn)
 	if !ok {
 		c.sx.mu.Lock()

@@ -23,9 +23,10 @@
 #                  negotiated (idle-deflate)
 # wsload prints server CPU per message (srv_ns_per_msg), the figure that
 # stays comparable when other work on the machine starves both processes.
-# Each measurement holds /tmp/uringrt-bench.lock. nbio runs with its
+# Each measurement holds /tmp/uringrt-bench.lock (NOLOCK=1: the caller holds
+# it for the whole run, `flock /tmp/uringrt-bench.lock env NOLOCK=1 ...`). nbio runs with its
 # handlers on the poller (-nbio-inline), its faster setting here.
-# Environment: SCENARIOS SERVERS ROUNDS DUR WARM IDLE_CONNS PORT OUT
+# Environment: SCENARIOS SERVERS ROUNDS DUR WARM IDLE_CONNS PORT OUT NOLOCK
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SCENARIOS=${SCENARIOS:-echo-pinned echo-unpinned bcast idle idle-deflate}
@@ -112,10 +113,9 @@ for sc in $SCENARIOS; do
 	for r in $(seq "$ROUNDS"); do
 		for srv in $SERVERS; do
 			grep -qx "${srv%@*}" <<<"$have" || { echo "# $srv: not built into ws-server, skipped" >&2; continue; }
-			exec 9>"$LOCK"
-			flock 9
+			if [[ ${NOLOCK:-0} != 1 ]]; then exec 9>"$LOCK" && flock 9; fi
 			measure "$sc" "$srv" || echo "$sc $srv FAILED" | tee -a "$RAW" >&2
-			flock -u 9
+			if [[ ${NOLOCK:-0} != 1 ]]; then flock -u 9; fi
 		done
 	done
 done

@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -60,6 +61,8 @@ const (
 	dlRown                      // the handler set a read deadline: ReadTimeout no longer applies to its request
 	dlTimer                     // the connection's timeout timer is armed (timeouts.go)
 	dlCut400                    // ReadHeaderTimeout now would answer 400, as net/http (the partial head's last line)
+	dlNL1                       // the partial head holds a line end (its request line is whole)
+	dlNL2                       // and a second one (a header line is whole)
 )
 
 // dlIs reports whether deadline flag f is set (any goroutine).
@@ -132,6 +135,7 @@ func (h *hconn) setState(st http.ConnState) {
 // srvHandler is the callback handler of one Serve call.
 type srvHandler struct {
 	s    *Server
+	tls  *tls.Config     // ServeTLS's, or nil (tls.go)
 	ctx  context.Context // BaseContext with ServerContextKey
 	lctx atomic.Pointer[localCtx]
 }

@@ -82,6 +82,7 @@ func (sh *srvHandler) OnOpen(c *uringrt.CallbackConn) {
 	h := &hconn{srv: sh, c: c}
 	c.SetValue(h)
 	c.SetLowWater(sh.s.maxQueued() / 2) // outbound.go
+	sh.startTLS(c)                      // tls.go
 	sh.s.track(h, true)
 	h.setPhase(phaseNew)
 	h.setState(http.StateNew)
@@ -148,6 +149,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 		h.mu.Unlock()
 		return
 	}
+	seen := int(h.scan) // (bytes of the head looked at before)
 	p, n, err := sh.parse(h, data, true)
 	h.kept = 0
 	if err == errIncomplete {
@@ -155,7 +157,7 @@ func (sh *srvHandler) OnData(c *uringrt.CallbackConn, data []byte) {
 			c.Peek(-1) // framing: the runtime keeps the partial head for the next OnData
 			h.kept = int32(len(data))
 		}
-		h.partialHead(data) // timeouts.go
+		h.partialHead(data, seen) // timeouts.go
 		h.mu.Unlock()
 		return
 	}

@@ -142,6 +142,7 @@ func (h *hconn) serveLoop(w *response) {
 		}
 		if h.buffered() > 0 {
 			h.post = false
+			seen := int(h.scan)
 			next, n, err := h.srv.parse(h, h.in[h.r:], false)
 			if err == nil {
 				h.consumed(n)
@@ -155,7 +156,7 @@ func (h *hconn) serveLoop(w *response) {
 				return
 			}
 			h.setPhase(phaseIdle)
-			h.partialHead(h.in[h.r:]) // timeouts.go
+			h.partialHead(h.in[h.r:], seen) // timeouts.go
 		} else {
 			h.setPhase(phaseIdle)
 		}
@@ -189,6 +190,7 @@ func (h *hconn) serveOne(w *response) (keep, hijacked bool) {
 	p := &w.p
 	req := p.req
 	req.RemoteAddr = h.remoteAddr()
+	h.requestTLS(req) // tls.go
 	h.w = w
 	defer func() {
 		h.w = nil

@@ -28,7 +28,11 @@
 // through them, a cost per loop, not per connection. A request allocates
 // what net/http's does for its http.Request, its Header and its context,
 // and little else: the head is copied once into a string that the method,
-// URL, header values and Host share.
+// URL, header values and Host share. The search for a head's end resumes
+// where the last read left it, so a head that arrives in small pieces
+// costs its length once; a head over 64 KiB is parsed by the goroutine
+// that will serve it rather than on the loop, whose other connections
+// would wait for its parse.
 //
 // # How handlers are run, and why
 //
@@ -90,8 +94,16 @@
 //
 // # What differs from net/http
 //
-//   - TLS and HTTP/2 are not served here: serve them with net/http on a
-//     uringrt.Listen listener (the net.Conn path), where it runs unchanged.
+//   - HTTPS (ServeTLS, ListenAndServeTLS) is served on the loops: the
+//     handshake on a goroutine once the ClientHello arrived whole, bounded
+//     by the smallest of ReadHeaderTimeout, ReadTimeout and WriteTimeout
+//     (none without them, as net/http), then HTTP/1.1 records decrypted
+//     and sealed on the loop; an idle HTTPS connection holds no goroutine
+//     and no record buffer. HTTP/2 (ALPN "h2") is golang.org/x/net/http2's
+//     server on the connection's *tls.Conn, with a goroutine per
+//     connection as in net/http. ConnState and ConnContext get the
+//     connection as a net.Conn that is not a *tls.Conn (r.TLS carries the
+//     state); HTTP/2 without TLS (h2c) is not served.
 //   - Timeouts are applied by one timer of the connection's event loop,
 //     armed when the connection enters a phase with a deadline and none is
 //     armed, and re-armed by itself for what is left when it fires: it

@@ -651,7 +651,10 @@ func TestSleepingHandlerDoesNotDelayOthers(t *testing.T) {
 	}
 	t.Logf("%d connections: without a sleeping handler p50 %v p99 %v max %v (%d requests); with one: p50 %v p99 %v max %v (%d requests)",
 		conns, pct(base, .5), pct(base, .99), pct(base, 1), len(base), pct(with, .5), pct(with, .99), pct(with, 1), len(with))
-	if m := pct(with, 1); m > 500*time.Millisecond {
+	// A request queued behind the sleeper waits about its second; on a
+	// loaded machine (-race, other builds) requests that are not queued
+	// have waited 650 ms, so the bound sits between the two.
+	if m := pct(with, 1); m > 900*time.Millisecond {
 		t.Fatalf("a request waited %v while another connection's handler slept 1 s: requests are queued behind a blocked handler", m)
 	}
 }

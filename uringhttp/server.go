@@ -2,12 +2,15 @@ package uringhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"log"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	uringrt "github.com/uringrt/uringrt/runtime"
 )
@@ -102,6 +105,15 @@ type Server struct {
 	// (uringrt.Config.MaxWriteBuffer, MaxBufferedBytes) still apply when
 	// smaller.
 	MaxQueuedOutput int
+	// TLSConfig is the TLS configuration of ServeTLS and ListenAndServeTLS
+	// (cloned; nil means an empty one), as http.Server's.
+	TLSConfig *tls.Config
+	// TLSNextProto, as http.Server's, maps an ALPN protocol to the
+	// function that takes over a TLS connection that negotiated it (on a
+	// goroutine of its own; the connection is closed when it returns).
+	// When nil, ServeTLS serves "h2" with golang.org/x/net/http2; a non-nil
+	// map, even empty, turns HTTP/2 off.
+	TLSNextProto map[string]func(*http.Server, *tls.Conn, http.Handler)
 
 	offLoop           atomic.Int32  // requests still to send to the goroutines after a slow handler on the loop
 	slowOnLoop        time.Duration // a handler's run that counts as slow (0: slowOnLoop; tests set it)
@@ -114,6 +126,9 @@ type Server struct {
 	workers           workerPool
 	onShutdown        []func() // RegisterOnShutdown's (mu)
 
+	h2once               sync.Once
+	h2hs                 atomic.Pointer[http.Server] // what HTTP/2 connections see (tls.go)
+	h2srv                *http2.Server
 	testHookFailInFlight func(*hconn) // tests: between a failed pipelined request's end and its error answer
 }
 

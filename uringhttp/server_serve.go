@@ -2,6 +2,7 @@ package uringhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -49,7 +50,10 @@ func (s *Server) ListenAndServe() error {
 // listener (a net.Listen listener: serve that with net/http), one of
 // another runtime than a non-nil s.Runtime, or one served already; the
 // error says which and what to do.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, nil) }
+
+// serve is Serve, with TLS under cfg when not nil (ServeTLS).
+func (s *Server) serve(ln net.Listener, cfg *tls.Config) error {
 	if s.shuttingDown() {
 		ln.Close()
 		return http.ErrServerClosed
@@ -65,7 +69,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			panic("BaseContext returned a nil context")
 		}
 	}
-	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView())}
+	sh := &srvHandler{s: s, ctx: context.WithValue(base, http.ServerContextKey, s.netHTTPView()), tls: cfg}
 	s.mu.Lock()
 	if s.shuttingDown() {
 		// Shutdown or Close began since the check above (BaseContext
@@ -127,6 +131,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	lnerr := s.closeListeners()
 	s.serving.Wait()
+	s.shutdownH2() // tls.go: GOAWAY to the HTTP/2 connections
 	interval := time.Millisecond
 	t := time.NewTimer(interval)
 	defer t.Stop()

@@ -171,37 +171,70 @@ func (h *hconn) timeoutClose(head bool) {
 }
 
 // partialHead notes a head that is not all there (data, from its first
-// byte; mu held): after a request, its ReadHeaderTimeout starts once 4
-// bytes of it are there (before, IdleTimeout runs on); and what net/http
-// would answer if that timeout passed now.
-func (h *hconn) partialHead(data []byte) {
+// byte, of which the first seen bytes were noted before; mu held): after
+// a request, its ReadHeaderTimeout starts once 4 bytes of it are there
+// (before, IdleTimeout runs on); and what net/http would answer if that
+// timeout passed now (headCut).
+func (h *hconn) partialHead(data []byte, seen int) {
 	if ph := h.phase.Load(); ph == phaseIdle && len(data) >= 4 {
 		h.setPhase(phaseHead)
 	}
-	h.dlSet(dlCut400, headCutAnswered(data))
+	seen = min(max(seen, 0), len(data))
+	if seen == 0 {
+		h.dlSet(dlNL1|dlNL2, false)
+	}
+	h.dlSet(dlCut400, h.headCut(data, seen))
 }
 
-// headCutAnswered reports whether net/http's server answers 400 to a
-// request head cut after the bytes b by its read deadline: its line reader
-// returns the partial last line as a whole line, which is then parsed as
-// the request line or a header line; nothing is answered when there is no
-// partial line, or when it passes (the next read fails with the timeout).
-func headCutAnswered(b []byte) bool {
-	nl := bytes.LastIndexByte(b, '\n')
-	part := b[nl+1:]
+// cutWindow bounds what headCut looks at beyond the new bytes.
+const cutWindow = 8 << 10
+
+// headCut reports whether net/http's server answers 400 to a request head
+// cut after the bytes b by its read deadline: its line reader returns the
+// partial last line as a whole line, which is then parsed as the request
+// line or a header line; nothing is answered when there is no partial
+// line, or when it passes (the next read fails with the timeout). It looks
+// at the bytes after seen (new since the last call) and at most cutWindow
+// before them, so that a head arriving in small pieces costs linear time:
+// a partial line longer than that is judged by what the window shows (a
+// request line by its method and version, a header line keeps the
+// verdict of its start).
+func (h *hconn) headCut(b []byte, seen int) bool {
+	for i, nls := seen, 0; nls < 2 && !h.dlIs(dlNL2); nls++ {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			break
+		}
+		if h.dlIs(dlNL1) {
+			h.dlSet(dlNL2, true)
+		} else {
+			h.dlSet(dlNL1, true)
+		}
+		i += j + 1
+	}
+	win := b[max(0, seen-cutWindow):]
+	nl := bytes.LastIndexByte(win, '\n')
+	if nl < 0 && !h.dlIs(dlNL1) {
+		return !requestLineOK(b) // the request line, unended
+	}
+	if nl < 0 {
+		return h.dlIs(dlCut400) // a long header line: as its start was judged
+	}
+	part := win[nl+1:]
 	if len(part) == 0 {
 		return false
 	}
-	if nl < 0 {
-		return !requestLineOK(string(part))
-	}
 	if part[0] == ' ' || part[0] == '\t' {
-		// A continuation, except on the first header line.
-		return bytes.IndexByte(b, '\n') == nl
+		return !h.dlIs(dlNL2) // a continuation, refused on the first header line
 	}
 	k, v, ok := bytes.Cut(part, []byte{':'})
-	if !ok || !validHeaderFieldName(string(k)) {
+	if !ok || len(k) == 0 {
 		return true
+	}
+	for _, c := range k {
+		if !validHeaderFieldByte(c) {
+			return true
+		}
 	}
 	for _, c := range bytes.Trim(v, " \t\r") {
 		if !validHeaderValueByte(c) {
@@ -212,8 +245,19 @@ func headCutAnswered(b []byte) bool {
 }
 
 // requestLineOK reports whether net/http's request reader takes line as
-// a request line (method, target and version).
-func requestLineOK(line string) bool {
+// a request line (method, target and version). A line longer than
+// cutWindow is judged by its method and version only.
+func requestLineOK(b []byte) bool {
+	if len(b) > cutWindow {
+		sp := bytes.IndexByte(b[:cutWindow], ' ')
+		last := bytes.LastIndexByte(b[len(b)-16:], ' ')
+		if sp <= 0 || last < 0 || !validMethod(string(b[:sp])) {
+			return false
+		}
+		_, _, ok := http.ParseHTTPVersion(string(b[len(b)-16+last+1:]))
+		return ok
+	}
+	line := string(b)
 	method, rest, ok1 := strings.Cut(line, " ")
 	uri, proto, ok2 := strings.Cut(rest, " ")
 	if !ok1 || !ok2 {

@@ -16,13 +16,14 @@ typedef struct {
     uint8_t *tx;                /* to write */
     uint32_t txoff, txlen, txcap;
     uint64_t *ts;               /* echo: send times, depth entries */
+    int welcomed;               /* bcast: the server's 1-byte welcome came: joined */
     int want_out;
 } conn_t;
 
 static struct opts *O;
 static uint8_t *pat;
 static conn_t *cs;
-static int ep, nopen, nready, nconnecting, nextconn;
+static int ep, nopen, nready, nconnecting, nextconn, nwelcomed;
 static uint64_t hist[NBUCKET], nmsg, mismatches, ioerrs, negotiated, compressed;
 static int measuring;
 static uint64_t bsent, bdone, *bts; /* broadcast: published, completed, send times */
@@ -157,13 +158,19 @@ static void on_message(conn_t *c, const uint8_t *p, uint64_t n, int rsv1) {
         nready++;
         return;
     }
-    if (rsv1 || n != (uint64_t)O->size) { mismatches++; return; }
+    if (O->mode == MODE_BCAST && !c->welcomed && n == 1) n = O->size; /* the welcome, below */
+    else if (rsv1 || n != (uint64_t)O->size) { mismatches++; return; }
     if (O->mode == MODE_ECHO) {
         if (memcmp(p, expect(c->idx, c->recvd), n)) mismatches++;
         record(now - c->ts[c->recvd % O->depth]);
         c->recvd++;
         if (measuring) nmsg++;
         echo_send(c);
+        return;
+    }
+    if (!c->welcomed) { /* a 1-byte welcome when the server has joined c to the group */
+        c->welcomed = 1;
+        if (++nwelcomed == O->conns) publish();
         return;
     }
     uint64_t seq = c->recvd++;
@@ -334,7 +341,7 @@ int run(struct opts *o) {
         while (now_ns() < end) poll_once(100);
         return nready == o->conns && !mismatches ? 0 : 1;
     }
-    if (o->mode == MODE_BCAST) publish();
+    /* bcast: the first broadcast goes out once every connection is welcomed */
     uint64_t w = now_ns() + (uint64_t)(o->warm * 1e9);
     while (now_ns() < w) poll_once(10);
     measuring = 1;

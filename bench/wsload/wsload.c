@@ -7,7 +7,8 @@
 // echo:  CONNS connections to /echo, each keeps DEPTH binary messages of SIZE
 //        bytes outstanding, sending the next when an echo is back; prints
 //        messages/s and round-trip p50/p99 over the measured window.
-// bcast: CONNS connections join /bcast; connection 0 publishes, keeping
+// bcast: CONNS connections join /bcast (the server sends each a 1-byte
+//        welcome once it has joined it); connection 0 publishes, keeping
 //        DEPTH broadcasts in flight: the next goes out when every connection
 //        has received the oldest. Prints deliveries/s (messages received over
 //        all connections) and p50/p99 of a broadcast's completion.

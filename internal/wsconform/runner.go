@@ -54,7 +54,7 @@ type Case struct {
 	// server_max_window_bits declines the offer), and the case runs
 	// uncompressed.
 	NeedDeflate, DeclineOK bool
-	Run         func(s *Client) Expect
+	Run                    func(s *Client) Expect
 }
 
 // Section is the case's top-level section ("1" for "1.1.2").

@@ -1,5 +1,6 @@
 // Command h1-idle holds idle HTTP/1.1 keep-alive connections for
-// scripts/bench-uringhttp.sh: it opens -n connections to -addr, sends one
+// scripts/bench-uringhttp.sh and scripts/bench-tls.sh (-tls): it opens -n
+// connections to -addr, sends one
 // GET on each and reads its response, prints "ready N", and keeps them
 // open until its standard input ends.
 //
@@ -8,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +24,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:17630", "server `address`")
 	n := flag.Int("n", 15000, "connections")
+	useTLS := flag.Bool("tls", false, "HTTPS (TLS 1.3 by default, the certificate not verified)")
 	flag.Parse()
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
@@ -38,7 +41,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, err := one(*addr)
+			c, err := one(*addr, *useTLS)
 			if err != nil {
 				errs <- err
 				return
@@ -64,7 +67,7 @@ func main() {
 	}
 }
 
-func one(addr string) (net.Conn, error) {
+func one(addr string, useTLS bool) (net.Conn, error) {
 	var c net.Conn
 	var err error
 	for try := 0; try < 5; try++ {
@@ -77,6 +80,14 @@ func one(addr string) (net.Conn, error) {
 		return nil, err
 	}
 	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if useTLS {
+		tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
+	}
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		c.Close()
 		return nil, err

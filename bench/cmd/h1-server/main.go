@@ -19,6 +19,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -48,6 +49,7 @@ func main() {
 	loops := flag.Int("loops", 1, "uringrt event loops, nbhttp pollers (0 = the default: uringhttp's runtime Loops 0, GOMAXPROCS for the others)")
 	deferAccept := flag.Duration("defer-accept", 0, "uringhttp: Server.DeferAccept (TCP_DEFER_ACCEPT on its listener; 0 = off, the default)")
 	offLoop := flag.Bool("off-loop", false, "uringhttp: Server.OffLoopHandlers (every handler on the server's goroutines, none on the loop)")
+	useTLS := flag.Bool("tls", false, "serve HTTPS (a self-signed ECDSA P-256 certificate; uringhttp, nethttp, nethttp-uring, nbhttp), HTTP/1.1 only")
 	rht := flag.Duration("read-header-timeout", 10*time.Second, "uringhttp and nethttp: Server.ReadHeaderTimeout (0 = none)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) to `file` until the server exits")
 	flag.Parse()
@@ -79,7 +81,11 @@ func main() {
 	ctx, stop := benchsrv.SignalContext()
 	defer stop()
 	go statsOnUSR1()
-	var err error
+	tlsCfg, nbCfg, err := tlsConfigs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "h1-server: %v\n", err)
+		os.Exit(1)
+	}
 	switch *server {
 	case "uringhttp":
 		var rt *uringrt.Runtime
@@ -92,7 +98,13 @@ func main() {
 		// ListenAndServe, as a user would.
 		srv := &uringhttp.Server{Addr: *addr, Handler: h, Runtime: rt, ReadHeaderTimeout: *rht, DeferAccept: *deferAccept, OffLoopHandlers: *offLoop}
 		go func() { <-ctx.Done(); srv.Close() }()
-		err = srv.ListenAndServe()
+		if *useTLS {
+			srv.TLSConfig = tlsCfg
+			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){} // HTTP/1.1, as the others
+			err = srv.ListenAndServeTLS("", "")
+		} else {
+			err = srv.ListenAndServe()
+		}
 		var runs, takeovers, lingers uint64
 		for _, l := range rt.Stats().Loops {
 			runs += l.InlineRuns
@@ -113,7 +125,13 @@ func main() {
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: *rht}
 		go func() { <-ctx.Done(); srv.Close() }()
-		err = srv.Serve(ln)
+		if *useTLS {
+			srv.TLSConfig = tlsCfg
+			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
 		closeLn()
 	case "fasthttp":
 		srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
@@ -126,7 +144,11 @@ func main() {
 		go func() { <-ctx.Done(); srv.Shutdown() }()
 		err = srv.ListenAndServe(*addr)
 	case "nbhttp":
-		e := nbhttp.NewEngine(nbhttp.Config{Network: "tcp", Addrs: []string{*addr}, Handler: h, NPoller: n, MaxLoad: 1 << 20})
+		conf := nbhttp.Config{Network: "tcp", Addrs: []string{*addr}, Handler: h, NPoller: n, MaxLoad: 1 << 20}
+		if *useTLS {
+			conf.Addrs, conf.AddrsTLS, conf.TLSConfig = nil, []string{*addr}, nbCfg
+		}
+		e := nbhttp.NewEngine(conf)
 		if err = e.Start(); err != nil {
 			break
 		}

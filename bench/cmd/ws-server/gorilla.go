@@ -25,8 +25,14 @@ func init() {
 			defer c.Close()
 			gc := &gorillaConn{c: c}
 			if r.URL.Path == "/bcast" {
+				gc.mu.Lock()
 				bcast.join(gc)
+				err := c.WriteMessage(websocket.TextMessage, []byte("j"))
+				gc.mu.Unlock()
 				defer bcast.leave(gc)
+				if err != nil {
+					return
+				}
 			}
 			for {
 				mt, msg, err := c.ReadMessage()

@@ -1,6 +1,7 @@
 // Command ws-server is one WebSocket server of the WebSocket benchmarks,
 // the same behaviour on each library: /echo writes every message back,
-// /bcast joins the broadcast group and every message a member sends goes to
+// /bcast joins the broadcast group, sends the new member a 1-byte text
+// message ("j") once it is in, and every message a member sends goes to
 // all members (encoded once where the library can: gorilla's and uringws's
 // prepared messages).
 //

@@ -33,6 +33,7 @@ func init() {
 				}
 				if path == "/bcast" {
 					bcast.join(c)
+					c.WriteMessage(websocket.TextMessage, []byte("j"))
 				}
 			})
 			if path == "/bcast" {

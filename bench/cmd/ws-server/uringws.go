@@ -24,7 +24,10 @@ func init() {
 			c.WriteMessage(t, data)
 		}}
 		group := uringws.HandlerFuncs{
-			Open:  bcast.join,
+			Open: func(c *uringws.Conn) {
+				bcast.join(c)
+				c.WriteMessage(uringws.TextMessage, []byte("j"))
+			},
 			Close: func(c *uringws.Conn, _ int, _ string) { bcast.leave(c) },
 			Message: func(c *uringws.Conn, t uringws.MessageType, data []byte) {
 				pm, err := uringws.NewPreparedMessage(t, data)
