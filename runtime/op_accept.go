@@ -73,14 +73,7 @@ func (ln *listener) onAccept(l *loop, o *op) {
 		c, ok := ln.newConn(int(o.res), nil, true)
 		if ok {
 			cc := newCallbackConn(c.fd, ln.h)
-			if c.fd.l == l {
-				// Its own loop: taken in now, its first recv armed in
-				// the loop's next submit, not through the loop's queue
-				// (a lock, a request copied, a pass of drainQueue).
-				l.registerCB(cc)
-			} else {
-				c.fd.l.post(request{kind: reqRegisterCB, cc: cc})
-			}
+			c.fd.l.post(request{kind: reqRegisterCB, cc: cc})
 		}
 	} else if errno := ioErrno(o.res); errno != syscall.ECANCELED {
 		ln.rt.countAcceptError(errno)
