@@ -177,8 +177,14 @@ func TestAttackDroppedMidway(t *testing.T) {
 		}
 		waitFor(t, fmt.Sprintf("%s: OnClose for every upgraded connection (%d opened, %d closed)", s.name, opened.Load(), closed.Load()),
 			func() bool { return closed.Load() == opened.Load() })
-		waitFor(t, fmt.Sprintf("%s: goroutines back to %d (now %d)", s.name, g0, runtime.NumGoroutine()),
-			func() bool { return runtime.NumGoroutine() <= g0 })
+		// A few goroutines may stay that the drops did not cost: helpers
+		// started on first use (uringhttp's worker reaper, the runtime's
+		// inline monitor: seen in a dump under two CPU hogs) stay, and a
+		// loaded machine sends handlers off the loop sooner. A leak would
+		// be one a connection: 100.
+		const spare = 8
+		waitFor(t, fmt.Sprintf("%s: goroutines back to %d+%d (now %d)", s.name, g0, spare, runtime.NumGoroutine()),
+			func() bool { return runtime.NumGoroutine() <= g0+spare })
 		waitFor(t, fmt.Sprintf("%s: descriptors back to %d (now %d)", s.name, fd0, openFDs()),
 			func() bool { return openFDs() <= fd0 })
 	}
