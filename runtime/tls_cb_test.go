@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uringrt/uringrt/internal/testcert"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
@@ -29,7 +30,7 @@ var tlsBackends = []struct {
 }
 
 func tlsServerConfig(t testing.TB) (*tls.Config, *tls.Config) {
-	cert, pool := selfSigned(t)
+	cert, pool := testcert.New(t)
 	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"echo"}},
 		&tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"echo"}}
 }
