@@ -19,15 +19,7 @@ var attacks = map[string]func(m *meter) string{
 	// nonread: n (100) clients ask a 200 MB download and never read, for d
 	// (10 s).
 	"nonread": func(m *meter) string {
-		conns := dialN(orDefault(0, 100), false)
-		for _, c := range conns {
-			if c != nil {
-				io.WriteString(c, "GET /big?n=200000000 HTTP/1.1\r\nHost: x\r\n\r\n")
-			}
-		}
-		time.Sleep(durDefault(10 * time.Second))
-		closeAll(conns)
-		return ""
+		return unread("/big?n=200000000", orDefault(0, 100), durDefault(10*time.Second))
 	},
 	// slowread: n (80) clients read a 10 MB download at 2 MB/s each; the
 	// handlers' mean and longest durations (net/http's reflect the
@@ -90,10 +82,7 @@ var attacks = map[string]func(m *meter) string{
 		for _, c := range warm {
 			br := bufio.NewReader(c)
 			for i := 0; i < 1000; i++ {
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(br, nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
+				roundTrip(c, br)
 			}
 		}
 		closeAll(warm)
@@ -111,10 +100,7 @@ var attacks = map[string]func(m *meter) string{
 			go func() {
 				defer wg.Done()
 				c.SetDeadline(time.Now().Add(30 * time.Second))
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
+				roundTrip(c, bufio.NewReader(c))
 				c.SetDeadline(time.Time{})
 			}()
 		}
@@ -170,10 +156,7 @@ var attacks = map[string]func(m *meter) string{
 			if c == nil {
 				continue
 			}
-			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-				io.Copy(io.Discard, resp.Body)
-			}
+			roundTrip(c, bufio.NewReader(c))
 			io.WriteString(c, "GET / HTTP/1.1\r\nHos")
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -200,10 +183,7 @@ var attacks = map[string]func(m *meter) string{
 				defer wg.Done()
 				defer func() { <-sem }()
 				c.SetDeadline(time.Now().Add(30 * time.Second))
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
+				roundTrip(c, bufio.NewReader(c))
 			}()
 		}
 		wg.Wait()
@@ -218,16 +198,32 @@ var attacks = map[string]func(m *meter) string{
 	// hijack: n (100) hijacked connections that never read while the
 	// server writes 1 MiB messages, for d (10 s).
 	"hijack": func(m *meter) string {
-		conns := dialN(orDefault(0, 100), false)
-		for _, c := range conns {
-			if c != nil {
-				io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
-			}
-		}
-		time.Sleep(durDefault(10 * time.Second))
-		closeAll(conns)
-		return ""
+		return unread("/ws", orDefault(0, 100), durDefault(10*time.Second))
 	},
+}
+
+// unread dials n clients that each GET path and read nothing, holds them
+// for d and closes them.
+func unread(path string, n int, d time.Duration) string {
+	conns := dialN(n, false)
+	for _, c := range conns {
+		if c != nil {
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+	}
+	time.Sleep(d)
+	closeAll(conns)
+	return ""
+}
+
+// roundTrip writes a GET / on c and reads its answer through br to the
+// end of its body; errors are dropped (the attack counts what the server
+// did, not what the client saw).
+func roundTrip(c net.Conn, br *bufio.Reader) {
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		io.Copy(io.Discard, resp.Body)
+	}
 }
 
 // readers runs n clients that GET path and read it at rate bytes/s each
