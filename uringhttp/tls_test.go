@@ -32,15 +32,7 @@ func (s *tlsServer) url(path string) string { return "https://" + s.addr + path 
 
 func startTLS(tb testing.TB, backend uringrt.Backend, h http.Handler, cfg func(*uringhttp.Server)) *tlsServer {
 	tb.Helper()
-	rt, err := uringrt.New(uringrt.Config{Loops: 2, Backend: backend})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		rt.Close()
-		tb.Fatal(err)
-	}
+	rt, ln := listenRT(tb, backend)
 	ts := &tlsServer{addr: ln.Addr().String(), log: new(bytes.Buffer)}
 	var cert tls.Certificate
 	cert, ts.pool = testcert.New(tb)
@@ -49,25 +41,7 @@ func startTLS(tb testing.TB, backend uringrt.Backend, h http.Handler, cfg func(*
 	if cfg != nil {
 		cfg(ts.srv)
 	}
-	done := make(chan error, 1)
-	go func() { done <- ts.srv.ServeTLS(ln, ts.cert, ts.key) }()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ts.srv.Shutdown(ctx); err != nil {
-			tb.Logf("Shutdown: %v", err)
-			ts.srv.Close()
-		}
-		select {
-		case err := <-done:
-			if err != nil && err != http.ErrServerClosed {
-				tb.Errorf("ServeTLS returned %v, want http.ErrServerClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			tb.Errorf("ServeTLS did not return after Shutdown")
-		}
-		rt.Close()
-	})
+	serveUntilCleanup(tb, ts.srv, rt, "ServeTLS", func() error { return ts.srv.ServeTLS(ln, ts.cert, ts.key) })
 	return ts
 }
 
