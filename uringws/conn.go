@@ -215,6 +215,10 @@ func (c *Conn) sendClose(code int, reason string) bool {
 	} else {
 		b = appendHeader(b, true, 0, opClose, 0)
 	}
+	if c.cc == nil {
+		c.nc.writeClose(b)
+		return true
+	}
 	c.send(b, false)
 	return true
 }
@@ -320,6 +324,25 @@ func (c *Conn) closed() {
 type netConn struct {
 	c  net.Conn
 	mu sync.Mutex
+}
+
+// writeClose writes the close frame without blocking its caller on a
+// peer that reads nothing: when another frame's write still holds the
+// connection after 100 ms, that peer takes nothing, and the TCP
+// connection is closed (which ends that write); the close frame's own
+// write gives up after closeWait.
+func (n *netConn) writeClose(b []byte) {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for !n.mu.TryLock() {
+		if time.Now().After(deadline) {
+			n.c.Close()
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n.c.SetWriteDeadline(time.Now().Add(closeWait))
+	n.c.Write(b)
+	n.mu.Unlock()
 }
 
 func (n *netConn) write(b []byte) error {
