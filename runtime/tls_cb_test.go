@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uringrt/uringrt/internal/testcert"
 	"github.com/uringrt/uringrt/runtime/experiment"
 )
 
@@ -29,7 +30,7 @@ var tlsBackends = []struct {
 }
 
 func tlsServerConfig(t testing.TB) (*tls.Config, *tls.Config) {
-	cert, pool := selfSigned(t)
+	cert, pool := testcert.New(t)
 	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"echo"}},
 		&tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"echo"}}
 }
@@ -78,12 +79,7 @@ func TestCallbackTLSEcho(t *testing.T) {
 					states <- st
 				}
 				ln := serveCB(t, rt, h)
-				cc, err := tls.Dial("tcp", ln.Addr().String(), ccfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cc.Close()
-				cc.SetDeadline(time.Now().Add(20 * time.Second))
+				cc := dialTLS(t, ln, ccfg, 20*time.Second)
 				st := <-states
 				if st.Version != vers || st.NegotiatedProtocol != "echo" {
 					t.Fatalf("server state: version %x alpn %q", st.Version, st.NegotiatedProtocol)
@@ -155,12 +151,7 @@ func TestCallbackTLSWriteOrder(t *testing.T) {
 				},
 			}
 			ln := serveCB(t, rt, h)
-			cc, err := tls.Dial("tcp", ln.Addr().String(), ccfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			cc.SetDeadline(time.Now().Add(30 * time.Second))
+			cc := dialTLS(t, ln, ccfg, 30*time.Second)
 			go func() {
 				for i := 0; i < 50; i++ {
 					cc.Write([]byte("ab"))
@@ -224,12 +215,7 @@ func TestCallbackTLSFraming(t *testing.T) {
 				},
 			}
 			ln := serveCB(t, rt, h)
-			cc, err := tls.Dial("tcp", ln.Addr().String(), ccfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			cc.SetDeadline(time.Now().Add(20 * time.Second))
+			cc := dialTLS(t, ln, ccfg, 20*time.Second)
 			for _, n := range []int{0, 3, 16380, 70000} {
 				frame := make([]byte, 4+n)
 				binary.BigEndian.PutUint32(frame, uint32(n))
@@ -261,27 +247,42 @@ func TestCallbackTLSHandshakeTimeout(t *testing.T) {
 			closed := make(chan error, 2)
 			ln := serveCB(t, rt, tlsEcho(scfg, 300*time.Millisecond, closed))
 			for _, send := range [][]byte{nil, {22, 3, 1, 2, 0, 1, 0}} {
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				c.Write(send)
-				c.SetReadDeadline(time.Now().Add(20 * time.Second))
-				if _, err := io.ReadAll(c); err != nil && !isReset(err) {
+				if _, err := sendReadAll(t, ln.Addr().String(), send); err != nil && !isReset(err) {
 					t.Fatalf("after %d bytes: %v", len(send), err)
 				}
-				select {
-				case err := <-closed:
-					if !errors.Is(err, os.ErrDeadlineExceeded) {
-						t.Fatalf("OnClose: %v", err)
-					}
-				case <-time.After(20 * time.Second):
-					t.Fatal("no OnClose")
+				if err := waitTLSClose(t, closed); !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("OnClose: %v", err)
 				}
 			}
 		})
 	}
+}
+
+// dialTLS dials ln with Go's TLS client, its deadline d from now; the
+// conn is closed when the test ends.
+func dialTLS(t *testing.T, ln net.Listener, ccfg *tls.Config, d time.Duration) *tls.Conn {
+	t.Helper()
+	cc, err := tls.Dial("tcp", ln.Addr().String(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	cc.SetDeadline(time.Now().Add(d))
+	return cc
+}
+
+// sendReadAll dials addr in the clear, writes send and reads until the
+// server closes (20 s at most); the conn is closed when the test ends.
+func sendReadAll(t *testing.T, addr string, send []byte) ([]byte, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.Write(send)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	return io.ReadAll(c)
 }
 
 func isReset(err error) bool {
@@ -305,25 +306,13 @@ func TestCallbackTLSGarbage(t *testing.T) {
 				}
 			}
 			ln := serveCB(t, rt, h)
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-			c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			got, _ := io.ReadAll(c)
+			got, _ := sendReadAll(t, ln.Addr().String(), []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 			if !strings.HasPrefix(string(got), "HTTP/1.0 400") {
 				t.Fatalf("answer %q", got)
 			}
-			select {
-			case err := <-closed:
-				var re tls.RecordHeaderError
-				if !errors.As(err, &re) {
-					t.Fatalf("OnClose: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("no OnClose")
+			var re tls.RecordHeaderError
+			if err := waitTLSClose(t, closed); !errors.As(err, &re) {
+				t.Fatalf("OnClose: %v", err)
 			}
 		})
 	}

@@ -14,28 +14,36 @@ import (
 // round trips of a 13-byte response; allocs/op counts the whole process
 // (the raw client allocates nothing).
 func BenchmarkHello13(b *testing.B) {
-	body := []byte("Hello, World!")
-	addr := serve(b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})})
+	addr := serve(b, &Server{Handler: hello13()})
 	benchRaw(b, addr)
 }
 
 // BenchmarkHello13Std is the same against net/http on Go's net.
 func BenchmarkHello13Std(b *testing.B) {
+	benchRaw(b, serveStd(b, hello13()))
+}
+
+// hello13 answers every request with the 13-byte text/plain body
+// "Hello, World!".
+func hello13() http.Handler {
 	body := []byte("Hello, World!")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	})
+}
+
+// serveStd serves h with net/http on Go's net on a loopback port until
+// the benchmark ends and returns its address.
+func serveStd(b *testing.B, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})}
+	hs := &http.Server{Handler: h}
 	go hs.Serve(ln)
-	defer hs.Close()
-	benchRaw(b, ln.Addr().String())
+	b.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
 }
 
 func benchRaw(b *testing.B, addr string) {
@@ -72,28 +80,13 @@ func benchRaw(b *testing.B, addr string) {
 // client is raw system calls (no allocations of its own), so allocs/op is
 // the server's cost of a connection.
 func BenchmarkClose13(b *testing.B) {
-	body := []byte("Hello, World!")
-	addr := serve(b, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})})
+	addr := serve(b, &Server{Handler: hello13()})
 	benchCloseRaw(b, addr)
 }
 
 // BenchmarkClose13Std is the same against net/http on Go's net.
 func BenchmarkClose13Std(b *testing.B) {
-	body := []byte("Hello, World!")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})}
-	go hs.Serve(ln)
-	defer hs.Close()
-	benchCloseRaw(b, ln.Addr().String())
+	benchCloseRaw(b, serveStd(b, hello13()))
 }
 
 func benchCloseRaw(b *testing.B, addr string) {

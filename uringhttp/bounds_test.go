@@ -33,6 +33,17 @@ func (q *queueProbe) note(h *hconn, n int) {
 	}
 }
 
+// writeEach writes msg to w count times, noting h's queue after each
+// write, and stops at the first error.
+func (q *queueProbe) writeEach(h *hconn, w io.Writer, msg []byte, count int) {
+	for i := 0; i < count; i++ {
+		if _, err := w.Write(msg); err != nil {
+			return
+		}
+		q.note(h, len(msg))
+	}
+}
+
 // stalled waits until the handler's writes stop advancing (the client
 // reads nothing: the handler blocks once the kernel and the queue are
 // full) or limit passes.
@@ -56,14 +67,7 @@ func (q *queueProbe) stalled(limit time.Duration) {
 func TestNonReadingClientQueueBounded(t *testing.T) {
 	var q queueProbe
 	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.(*response).h
-		chunk := make([]byte, 32<<10)
-		for n := 0; n < 64<<20; n += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-			q.note(h, len(chunk))
-		}
+		q.writeEach(w.(*response).h, w, make([]byte, 32<<10), (64<<20)/(32<<10))
 	})})
 	c := dialT(t, addr)
 	io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -89,13 +93,7 @@ func TestHijackedWriteQueueBounded(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		msg := make([]byte, 1<<20)
-		for i := 0; i < 256; i++ {
-			if _, err := conn.Write(msg); err != nil {
-				return
-			}
-			q.note(h, len(msg))
-		}
+		q.writeEach(h, conn, make([]byte, 1<<20), 256)
 	})})
 	c := dialT(t, addr)
 	io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")

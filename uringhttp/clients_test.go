@@ -42,15 +42,7 @@ func (s *testServer) url(path string) string { return "http://" + s.addr + path 
 // more fields before Serve. The server and its runtime close at cleanup.
 func startUring(tb testing.TB, h http.Handler, cfg func(*uringhttp.Server)) *testServer {
 	tb.Helper()
-	rt, err := uringrt.New(uringrt.Config{Loops: 2, Backend: uringrt.BackendUring})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		rt.Close()
-		tb.Fatal(err)
-	}
+	rt, ln := listenRT(tb, uringrt.BackendUring)
 	ts := &testServer{addr: ln.Addr().String()}
 	ts.srv = &uringhttp.Server{Handler: h, Runtime: rt, ErrorLog: log.New(io.Discard, "", 0)}
 	ts.srv.ConnState = func(c net.Conn, st http.ConnState) {
@@ -61,26 +53,49 @@ func startUring(tb testing.TB, h http.Handler, cfg func(*uringhttp.Server)) *tes
 	if cfg != nil {
 		cfg(ts.srv)
 	}
+	serveUntilCleanup(tb, ts.srv, rt, "Serve", func() error { return ts.srv.Serve(ln) })
+	return ts
+}
+
+// listenRT makes a runtime of two loops on backend and a listener of it
+// on a loopback port; the caller closes the runtime.
+func listenRT(tb testing.TB, backend uringrt.Backend) (*uringrt.Runtime, net.Listener) {
+	tb.Helper()
+	rt, err := uringrt.New(uringrt.Config{Loops: 2, Backend: backend})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := rt.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		rt.Close()
+		tb.Fatal(err)
+	}
+	return rt, ln
+}
+
+// serveUntilCleanup runs serve (srv's method name: Serve or ServeTLS) in
+// a goroutine; at cleanup it shuts srv down (Close after 5 s), fails tb
+// unless serve returned http.ErrServerClosed within 10 s, and closes rt.
+func serveUntilCleanup(tb testing.TB, srv *uringhttp.Server, rt *uringrt.Runtime, name string, serve func() error) {
 	done := make(chan error, 1)
-	go func() { done <- ts.srv.Serve(ln) }()
+	go func() { done <- serve() }()
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := ts.srv.Shutdown(ctx); err != nil {
+		if err := srv.Shutdown(ctx); err != nil {
 			tb.Logf("Shutdown: %v", err)
-			ts.srv.Close()
+			srv.Close()
 		}
 		select {
 		case err := <-done:
 			if err != nil && err != http.ErrServerClosed {
-				tb.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+				tb.Errorf("%s returned %v, want http.ErrServerClosed", name, err)
 			}
 		case <-time.After(10 * time.Second):
-			tb.Errorf("Serve did not return after Shutdown")
+			tb.Errorf("%s did not return after Shutdown", name)
 		}
 		rt.Close()
 	})
-	return ts
 }
 
 // clientHandler serves the client tests: /hello (13 bytes), /sha (the

@@ -3,66 +3,22 @@ package uringhttp_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/uringrt/uringrt/internal/testcert"
 	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/uringhttp"
 )
-
-// testCert writes a self-signed ECDSA P-256 certificate for localhost and
-// 127.0.0.1 to dir and returns its files and a pool trusting it.
-func testCert(tb testing.TB, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "localhost"},
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	leaf, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(leaf)
-	return certFile, keyFile, pool
-}
 
 // tlsServer is a uringhttp HTTPS server (ServeTLS) on its own runtime.
 type tlsServer struct {
@@ -76,40 +32,16 @@ func (s *tlsServer) url(path string) string { return "https://" + s.addr + path 
 
 func startTLS(tb testing.TB, backend uringrt.Backend, h http.Handler, cfg func(*uringhttp.Server)) *tlsServer {
 	tb.Helper()
-	rt, err := uringrt.New(uringrt.Config{Loops: 2, Backend: backend})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := rt.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		rt.Close()
-		tb.Fatal(err)
-	}
+	rt, ln := listenRT(tb, backend)
 	ts := &tlsServer{addr: ln.Addr().String(), log: new(bytes.Buffer)}
-	ts.cert, ts.key, ts.pool = testCert(tb, tb.TempDir())
+	var cert tls.Certificate
+	cert, ts.pool = testcert.New(tb)
+	ts.cert, ts.key = testcert.WriteFiles(tb, tb.TempDir(), cert)
 	ts.srv = &uringhttp.Server{Handler: h, Runtime: rt, ErrorLog: log.New(&lockedWriter{w: ts.log}, "", 0)}
 	if cfg != nil {
 		cfg(ts.srv)
 	}
-	done := make(chan error, 1)
-	go func() { done <- ts.srv.ServeTLS(ln, ts.cert, ts.key) }()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ts.srv.Shutdown(ctx); err != nil {
-			tb.Logf("Shutdown: %v", err)
-			ts.srv.Close()
-		}
-		select {
-		case err := <-done:
-			if err != nil && err != http.ErrServerClosed {
-				tb.Errorf("ServeTLS returned %v, want http.ErrServerClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			tb.Errorf("ServeTLS did not return after Shutdown")
-		}
-		rt.Close()
-	})
+	serveUntilCleanup(tb, ts.srv, rt, "ServeTLS", func() error { return ts.srv.ServeTLS(ln, ts.cert, ts.key) })
 	return ts
 }
 

@@ -3,19 +3,13 @@ package uringws
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/uringrt/uringrt/internal/testcert"
 	uringrt "github.com/uringrt/uringrt/runtime"
 	"github.com/uringrt/uringrt/uringhttp"
 )
@@ -24,15 +18,7 @@ import (
 // uringhttp's ServeTLS, the websocket taken over onto the loop under TLS,
 // on both backends.
 func TestEchoWSS(t *testing.T) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	cert, _ := testcert.New(t)
 	for _, backend := range []uringrt.Backend{uringrt.BackendUring, uringrt.BackendStd} {
 		rt, err := uringrt.New(uringrt.Config{Loops: 1, Backend: backend})
 		if err != nil {

@@ -19,15 +19,7 @@ var attacks = map[string]func(m *meter) string{
 	// nonread: n (100) clients ask a 200 MB download and never read, for d
 	// (10 s).
 	"nonread": func(m *meter) string {
-		conns := dialN(orDefault(0, 100), false)
-		for _, c := range conns {
-			if c != nil {
-				io.WriteString(c, "GET /big?n=200000000 HTTP/1.1\r\nHost: x\r\n\r\n")
-			}
-		}
-		time.Sleep(durDefault(10 * time.Second))
-		closeAll(conns)
-		return ""
+		return unread("/big?n=200000000", orDefault(0, 100), durDefault(10*time.Second))
 	},
 	// slowread: n (80) clients read a 10 MB download at 2 MB/s each; the
 	// handlers' mean and longest durations (net/http's reflect the
@@ -90,10 +82,7 @@ var attacks = map[string]func(m *meter) string{
 		for _, c := range warm {
 			br := bufio.NewReader(c)
 			for i := 0; i < 1000; i++ {
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(br, nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
+				roundTrip(c, br)
 			}
 		}
 		closeAll(warm)
@@ -102,23 +91,11 @@ var attacks = map[string]func(m *meter) string{
 		before := m.srv.rss()
 		n := orDefault(0, 2000)
 		conns := dialN(n, true)
-		var wg sync.WaitGroup
-		for _, c := range conns {
-			if c == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.SetDeadline(time.Now().Add(30 * time.Second))
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
-				c.SetDeadline(time.Time{})
-			}()
-		}
-		wg.Wait()
+		eachConn(conns, func(_ int, c net.Conn) {
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			roundTrip(c, bufio.NewReader(c))
+			c.SetDeadline(time.Time{})
+		})
 		time.Sleep(3 * time.Second) // handler goroutines of the burst end (net/http: none; uringhttp's idle workers: 2 s)
 		get("/_gc")
 		after := m.srv.rss()
@@ -140,24 +117,15 @@ var attacks = map[string]func(m *meter) string{
 		batch := strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1000)
 		end := time.Now().Add(durDefault(20 * time.Second))
 		var sent atomic.Int64
-		var wg sync.WaitGroup
-		for _, c := range conns {
-			if c == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < 200 && time.Now().Before(end); i++ {
-					c.SetWriteDeadline(end)
-					if _, err := io.WriteString(c, batch); err != nil {
-						return
-					}
-					sent.Add(1000)
+		eachConn(conns, func(_ int, c net.Conn) {
+			for i := 0; i < 200 && time.Now().Before(end); i++ {
+				c.SetWriteDeadline(end)
+				if _, err := io.WriteString(c, batch); err != nil {
+					return
 				}
-			}()
-		}
-		wg.Wait()
+				sent.Add(1000)
+			}
+		})
 		time.Sleep(time.Until(end))
 		closeAll(conns)
 		return fmt.Sprintf("requests_sent=%d", sent.Load())
@@ -170,10 +138,7 @@ var attacks = map[string]func(m *meter) string{
 			if c == nil {
 				continue
 			}
-			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-				io.Copy(io.Discard, resp.Body)
-			}
+			roundTrip(c, bufio.NewReader(c))
 			io.WriteString(c, "GET / HTTP/1.1\r\nHos")
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -200,10 +165,7 @@ var attacks = map[string]func(m *meter) string{
 				defer wg.Done()
 				defer func() { <-sem }()
 				c.SetDeadline(time.Now().Add(30 * time.Second))
-				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
-					io.Copy(io.Discard, resp.Body)
-				}
+				roundTrip(c, bufio.NewReader(c))
 			}()
 		}
 		wg.Wait()
@@ -218,16 +180,32 @@ var attacks = map[string]func(m *meter) string{
 	// hijack: n (100) hijacked connections that never read while the
 	// server writes 1 MiB messages, for d (10 s).
 	"hijack": func(m *meter) string {
-		conns := dialN(orDefault(0, 100), false)
-		for _, c := range conns {
-			if c != nil {
-				io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
-			}
-		}
-		time.Sleep(durDefault(10 * time.Second))
-		closeAll(conns)
-		return ""
+		return unread("/ws", orDefault(0, 100), durDefault(10*time.Second))
 	},
+}
+
+// unread dials n clients that each GET path and read nothing, holds them
+// for d and closes them.
+func unread(path string, n int, d time.Duration) string {
+	conns := dialN(n, false)
+	for _, c := range conns {
+		if c != nil {
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+	}
+	time.Sleep(d)
+	closeAll(conns)
+	return ""
+}
+
+// roundTrip writes a GET / on c and reads its answer through br to the
+// end of its body; errors are dropped (the attack counts what the server
+// did, not what the client saw).
+func roundTrip(c net.Conn, br *bufio.Reader) {
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		io.Copy(io.Discard, resp.Body)
+	}
 }
 
 // readers runs n clients that GET path and read it at rate bytes/s each
@@ -236,6 +214,32 @@ func readers(n int, path string, rate int, limit time.Duration) []int64 {
 	conns := dialN(n, false)
 	got := make([]int64, n)
 	end := time.Now().Add(limit)
+	eachConn(conns, func(i int, c net.Conn) {
+		defer c.Close()
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		piece := max(rate/10, 1)
+		buf := make([]byte, piece)
+		t0 := time.Now()
+		for time.Now().Before(end) {
+			c.SetReadDeadline(end)
+			k, err := c.Read(buf)
+			got[i] += int64(k)
+			if err != nil {
+				return
+			}
+			// Pace: sleep until the bytes read so far are due.
+			if due := t0.Add(time.Duration(float64(got[i]) / float64(rate) * 1e9)); time.Until(due) > 0 {
+				time.Sleep(time.Until(due))
+			}
+		}
+	})
+	return got
+}
+
+// eachConn runs f on each of conns that is not nil (a failed dial), each in
+// its own goroutine, and returns when all have returned; i is the conn's
+// index in conns.
+func eachConn(conns []net.Conn, f func(i int, c net.Conn)) {
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		if c == nil {
@@ -244,27 +248,10 @@ func readers(n int, path string, rate int, limit time.Duration) []int64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
-			piece := max(rate/10, 1)
-			buf := make([]byte, piece)
-			t0 := time.Now()
-			for time.Now().Before(end) {
-				c.SetReadDeadline(end)
-				k, err := c.Read(buf)
-				got[i] += int64(k)
-				if err != nil {
-					return
-				}
-				// Pace: sleep until the bytes read so far are due.
-				if due := t0.Add(time.Duration(float64(got[i]) / float64(rate) * 1e9)); time.Until(due) > 0 {
-					time.Sleep(time.Until(due))
-				}
-			}
+			f(i, c)
 		}()
 	}
 	wg.Wait()
-	return got
 }
 
 func countAtLeast(got []int64, n int64) int {
